@@ -1,0 +1,78 @@
+"""Active-passive replication: a primary replicates to a standby whose copies expire.
+
+Publishers and consumers use the primary; the standby holds replicas with a time-to-live of
+about twice the failover window, so that after a failover consumers find the recent messages
+there and old copies have expired (Microsoft's guidance uses ``'0:2:0'``). On a Service Bus topic
+the replication subscription's rule sets the TTL at the broker
+(``SET replication = 1; SET sys.TimeToLive = '0:02:00'``); the pattern also caps the replica's TTL
+itself so queue and event hub sources behave the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from pydantic import Field
+
+from replication.envelope import Envelope
+from replication.topology import RuleSpec
+
+from ._base import Decision, Pattern, PatternOptions, TaskContext
+from ._forwarding import forward_to_targets
+from .all_active import LOOP_PREVENTION_ACTION, loop_prevention_rule
+
+
+class ActivePassiveOptions(PatternOptions):
+    """``replicaTimeToLive``: ISO-8601 duration (``PT2M``) or seconds; must be positive."""
+
+    replica_time_to_live: timedelta = Field(gt=timedelta(0))
+
+
+def format_timespan(duration: timedelta) -> str:
+    """.NET TimeSpan text as Service Bus SQL expects it: ``[d.]hh:mm:ss[.fffffff]``."""
+    total_microseconds = duration // timedelta(microseconds=1)
+    seconds, microseconds = divmod(total_microseconds, 1_000_000)
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    text = f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+    if days:
+        text = f"{days}.{text}"
+    if microseconds:
+        text += f".{microseconds * 10:07d}"
+    return text
+
+
+def subscription_rule(options: ActivePassiveOptions) -> RuleSpec:
+    ttl = format_timespan(options.replica_time_to_live)
+    return loop_prevention_rule(f"{LOOP_PREVENTION_ACTION}; SET sys.TimeToLive = '{ttl}'")
+
+
+def capped_time_to_live(envelope: Envelope, limit: timedelta) -> Envelope:
+    """The envelope with its TTL lowered to ``limit`` (a shorter TTL of its own is kept)."""
+    current = envelope.time_to_live
+    if current is not None and current <= limit:
+        return envelope
+    return envelope.replace(time_to_live=limit)
+
+
+def plan(
+    batch: Sequence[Envelope], context: TaskContext, options: ActivePassiveOptions
+) -> list[Decision]:
+    decisions: list[Decision] = []
+    for envelope in batch:
+        replica = capped_time_to_live(envelope, options.replica_time_to_live)
+        decisions.extend(
+            forward_to_targets(envelope, context, replica=replica, originals_only=True)
+        )
+    return decisions
+
+
+PATTERN = Pattern(
+    name="active_passive",
+    summary="replicate the primary to a standby whose replicas expire after a TTL",
+    options_model=ActivePassiveOptions,
+    plan=plan,
+    subscription_rule=subscription_rule,
+)

@@ -1,0 +1,38 @@
+"""Stream to queue: turn an Event Hubs stream into Service Bus messages.
+
+Each event becomes one message. The Service Bus side needs a MessageId for duplicate detection
+and a session/partition key for ordering; the transport derives them from the event (message-id
+system property, else the source offset; the event's partition key) exactly as the official .NET
+replication library does, so this pattern only applies loop prevention and stamping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replication.envelope import Envelope
+
+from ._base import Decision, Pattern, PatternOptions, TaskContext, no_subscription_rule
+from ._forwarding import forward_to_targets
+
+
+class StreamToQueueOptions(PatternOptions):
+    """Stream to queue takes no options."""
+
+
+def plan(
+    batch: Sequence[Envelope], context: TaskContext, options: StreamToQueueOptions
+) -> list[Decision]:
+    decisions: list[Decision] = []
+    for envelope in batch:
+        decisions.extend(forward_to_targets(envelope, context))
+    return decisions
+
+
+PATTERN = Pattern(
+    name="stream_to_queue",
+    summary="forward each event of an event hub as a Service Bus message",
+    options_model=StreamToQueueOptions,
+    plan=plan,
+    subscription_rule=no_subscription_rule,
+)

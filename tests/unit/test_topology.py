@@ -1,0 +1,99 @@
+"""The topology file: examples load, materialization adds the managed rules, and every invalid
+file under ``invalid_topologies/`` fails with one readable line naming the file and JSON path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replication.exceptions import ConfigurationError
+from replication.topology import load_topology, parse_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+INVALID = Path(__file__).parent / "invalid_topologies"
+
+EXPECTED_ERRORS = {
+    "unknown-namespace.json": "tasks[0].targets[0].namespace: unknown namespace 'neux' "
+    "(did you mean 'neu'?); known: weu, neu",
+    "duplicate-namespace.json": "namespaces[1]: duplicate name 'weu'",
+    "source-is-target.json": "tasks[0].targets[0]: a task's target must differ from its source",
+    "unknown-pattern.json": "tasks[0].pattern: unknown pattern 'all-active' "
+    "(did you mean 'all_active'?)",
+    "negative-ttl.json": "tasks[0].options.replicaTimeToLive: Input should be greater than 0",
+    "misspelt-key.json": "namespaces[0].fullyQualifiedNamspace: unknown key "
+    "(did you mean 'fullyQualifiedNamespace'?)",
+    "topic-without-subscription.json": "tasks[1].source.subscription: 'orders' is a topic: "
+    "name the subscription to read",
+    "unknown-entity.json": "tasks[1].targets[0].entity: namespace 'weu' has no entity 'order'",
+    "duplicate-task.json": "tasks[1]: duplicate name 'orders-weu-to-neu'",
+    "bad-max-delivery-count.json": "namespaces[0].topics[0].subscriptions[0].maxDeliveryCount: "
+    "Input should be greater than or equal to 1",
+    "hand-written-replication-rule.json": "tasks[0].source.subscription: subscription "
+    "'replication' gets its loop-prevention rule from task 'orders-weu-to-neu'",
+    "not-json.json": "line 3 column 22: invalid JSON: Expecting property name",
+}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_examples_are_valid(path: Path) -> None:
+    topology = load_topology(path)
+    assert topology.tasks
+
+
+def test_every_invalid_fixture_has_an_expectation() -> None:
+    assert sorted(p.name for p in INVALID.glob("*.json")) == sorted(EXPECTED_ERRORS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
+def test_invalid_topology_gives_one_line_with_file_and_json_path(name: str) -> None:
+    path = INVALID / name
+    with pytest.raises(ConfigurationError) as caught:
+        load_topology(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    assert EXPECTED_ERRORS[name] in message
+
+
+def test_missing_file_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="REPLICATION_TOPOLOGY"):
+        load_topology(tmp_path / "absent.json")
+
+
+def test_topology_path_comes_from_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPLICATION_TOPOLOGY", str(EXAMPLES[0]))
+    assert load_topology().namespaces
+
+
+def test_materialized_adds_the_loop_prevention_rule_as_default() -> None:
+    topology = load_topology(ROOT / "examples" / "two-region-all-active.json").materialized()
+    topic = topology.namespace("weu").topics[0]
+    subscriptions = {s.name: s for s in topic.subscriptions}
+    assert subscriptions["billing"].rules == []
+    (rule,) = subscriptions["replication"].rules
+    assert rule.name == "$Default"
+    assert rule.filter.sql == "replication IS NULL"
+    assert rule.action == "SET replication = 1"
+
+
+def test_active_passive_rule_sets_the_replica_ttl() -> None:
+    topology = load_topology(ROOT / "examples" / "active-passive-and-stream.json")
+    (rule,) = topology.materialized().namespace("primary").topics[0].subscriptions[0].rules
+    assert rule.action == "SET replication = 1; SET sys.TimeToLive = '00:02:00'"
+
+
+def test_event_hub_consumer_group_of_a_task_is_materialized() -> None:
+    topology = load_topology(ROOT / "examples" / "active-passive-and-stream.json")
+    (hub,) = topology.materialized().namespace("ingest").event_hubs
+    assert hub.consumer_groups == ["replication"]
+
+
+def test_several_problems_are_reported_one_per_line() -> None:
+    document = {"namespaces": [{"name": "X", "region": "", "kind": "sql"}]}
+    with pytest.raises(ConfigurationError) as caught:
+        parse_topology(document, source="inline.json")
+    lines = str(caught.value).splitlines()
+    assert len(lines) > 1
+    assert all(line.startswith("inline.json: namespaces[0].") for line in lines)

@@ -17,8 +17,8 @@ from ._base import (
     Pattern,
     PatternOptions,
     Skip,
-    TaskContext,
     Target,
+    TaskContext,
 )
 
 _REGISTRY: dict[str, str] = {
@@ -50,7 +50,7 @@ __all__ = [
     "Pattern",
     "PatternOptions",
     "Skip",
-    "TaskContext",
     "Target",
+    "TaskContext",
     "load_pattern",
 ]

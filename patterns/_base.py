@@ -105,7 +105,7 @@ __all__ = [
     "Pattern",
     "PatternOptions",
     "Skip",
-    "TaskContext",
     "Target",
+    "TaskContext",
     "no_subscription_rule",
 ]

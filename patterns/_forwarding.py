@@ -7,7 +7,7 @@ from replication.exceptions import MalformedReplicationPropertyError
 from replication.loops import check_forward
 from replication.properties import read_state, stamp
 
-from ._base import DeadLetter, Decision, Forward, Skip, TaskContext, Target
+from ._base import DeadLetter, Decision, Forward, Skip, Target, TaskContext
 
 
 def forward_to_targets(

@@ -17,8 +17,16 @@ from pydantic import Field, PrivateAttr, field_validator
 from replication.envelope import Envelope
 from replication.sql import SqlFilter
 
-from ._base import DeadLetter, Decision, Pattern, PatternOptions, Skip, TaskContext, Target
-from ._base import no_subscription_rule
+from ._base import (
+    DeadLetter,
+    Decision,
+    Pattern,
+    PatternOptions,
+    Skip,
+    Target,
+    TaskContext,
+    no_subscription_rule,
+)
 from ._forwarding import forward_to_targets
 
 NO_ROUTE_MATCHED = "NoRouteMatched"

@@ -21,8 +21,15 @@ from pydantic import Field, PrivateAttr, field_validator
 from replication.envelope import Envelope
 from replication.sql import SqlFilter
 
-from ._base import DeadLetter, Decision, Pattern, PatternOptions, Skip, TaskContext
-from ._base import no_subscription_rule
+from ._base import (
+    DeadLetter,
+    Decision,
+    Pattern,
+    PatternOptions,
+    Skip,
+    TaskContext,
+    no_subscription_rule,
+)
 from ._forwarding import forward_to_targets
 
 VALIDATION_FAILED = "ValidationFailed"

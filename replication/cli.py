@@ -16,9 +16,7 @@ from collections.abc import Sequence
 
 from replication.exceptions import ReplicationError
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "replication.commands",
-)
+COMMAND_MODULES: tuple[str, ...] = ("replication.commands",)
 
 
 def build_parser() -> argparse.ArgumentParser:

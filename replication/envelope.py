@@ -60,8 +60,8 @@ class Envelope:
     dead_letter_error_description: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.body, bytes):
-            body = self.body
+        body: Any = self.body
+        if not isinstance(body, bytes):
             if isinstance(body, bytearray | memoryview):
                 object.__setattr__(self, "body", bytes(body))
             elif isinstance(body, str):

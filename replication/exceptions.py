@@ -9,7 +9,8 @@ Callers act on the class, not the message:
   (message too large, entity not found, unauthorized); the message is dead-lettered with the
   error's ``reason``.
 - :class:`MessageRejectedError`: a single message cannot be processed (malformed replication
-  properties, validation failure); it is dead-lettered with ``reason``, the rest of the batch goes on.
+  properties, validation failure); it is dead-lettered with ``reason``, the rest of the batch
+  goes on.
 
 SDK exceptions are translated to these in one place (``replication.transport.errors``) and always
 chained (``raise ... from error``).

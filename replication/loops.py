@@ -19,7 +19,7 @@ from replication.envelope import Envelope
 from replication.properties import read_state
 
 
-class LoopVerdict(str, enum.Enum):
+class LoopVerdict(enum.StrEnum):
     """Why a message may or may not be forwarded to a target namespace."""
 
     FORWARD = "FORWARD"
@@ -62,7 +62,10 @@ def check_forward(envelope: Envelope, target_namespace: str, max_hops: int) -> L
 
 
 def should_forward(envelope: Envelope, target_namespace: str, max_hops: int) -> bool:
-    """True when ``envelope`` may be replicated into ``target_namespace`` (see :func:`check_forward`)."""
+    """True when ``envelope`` may be replicated into ``target_namespace``.
+
+    See :func:`check_forward` for the reasons and errors.
+    """
     return check_forward(envelope, target_namespace, max_hops).forward
 
 

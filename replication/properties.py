@@ -41,6 +41,11 @@ REPL_OFFSET = "repl-offset"
 REPL_TARGET = "repl-target"
 REPLICATION_FLAG = "replication"
 
+DEAD_LETTER_REASON = "DeadLetterReason"
+DEAD_LETTER_ERROR_DESCRIPTION = "DeadLetterErrorDescription"
+DEAD_LETTER_SOURCE = "repl-dead-letter-source"
+"""Written on messages parked in a task's ``deadLetterTarget`` (the Service Bus DLQ names)."""
+
 SEPARATOR = ";"
 
 STAMPED_PROPERTIES: tuple[str, ...] = (
@@ -185,6 +190,9 @@ def without_replication_properties(
 
 __all__ = [
     "ALL_PROPERTIES",
+    "DEAD_LETTER_ERROR_DESCRIPTION",
+    "DEAD_LETTER_REASON",
+    "DEAD_LETTER_SOURCE",
     "REPLICATION_FLAG",
     "REPL_ENQUEUED_TIME",
     "REPL_ENQUEUE_TIME_DOCS_SPELLING",

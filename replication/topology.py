@@ -59,7 +59,7 @@ class _Model(BaseModel):
     )
 
 
-class NamespaceKind(str, enum.Enum):
+class NamespaceKind(enum.StrEnum):
     """Which messaging service a namespace belongs to."""
 
     SERVICEBUS = "servicebus"
@@ -107,9 +107,9 @@ class RuleSpec(_Model):
 
 class _EntitySettings(_Model):
     max_delivery_count: Annotated[int, Field(ge=1, le=2000)] = 10
-    lock_duration: Annotated[
-        timedelta, Field(ge=timedelta(seconds=5), le=timedelta(minutes=5))
-    ] = timedelta(minutes=1)
+    lock_duration: Annotated[timedelta, Field(ge=timedelta(seconds=5), le=timedelta(minutes=5))] = (
+        timedelta(minutes=1)
+    )
     default_message_time_to_live: PositiveDuration | None = None
     dead_lettering_on_message_expiration: bool = False
     requires_session: bool = False
@@ -186,7 +186,10 @@ class NamespaceSpec(_Model):
 
     def entity_names(self) -> list[str]:
         """Queue, topic and event hub names, in declaration order."""
-        return [e.name for e in (*self.queues, *self.topics, *self.event_hubs)]
+        names = [queue.name for queue in self.queues]
+        names += [topic.name for topic in self.topics]
+        names += [hub.name for hub in self.event_hubs]
+        return names
 
 
 class EntityRef(_Model):
@@ -215,12 +218,19 @@ class EntityRef(_Model):
 
 
 class TaskSpec(_Model):
-    """One replication task: one source, one or more targets, a pattern and its options."""
+    """One replication task: one source, one or more targets, a pattern and its options.
+
+    ``deadLetterTarget`` is where messages that cannot be replicated are parked (with
+    ``DeadLetterReason`` / ``DeadLetterErrorDescription`` properties). It is required for event
+    hub sources, which have no dead-letter queue; for Service Bus sources without one, such a
+    message fails its invocation until ``maxDeliveryCount`` moves it to the source's own DLQ.
+    """
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
     pattern: str
     source: EntityRef
     targets: Annotated[list[EntityRef], Field(min_length=1)]
+    dead_letter_target: EntityRef | None = None
     max_hops: Annotated[int, Field(ge=1)] | None = None
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -239,7 +249,7 @@ class TaskSpec(_Model):
 
 
 class SqlRuleRef(_Model):
-    """One SQL expression found in the topology, for linting (``python -m replication lint-rules``)."""
+    """One SQL expression found in the topology, for ``python -m replication lint-rules``."""
 
     location: str
     rule_name: str
@@ -310,7 +320,9 @@ class Topology(_Model):
             if source.consumer_group and source.consumer_group != DEFAULT_CONSUMER_GROUP:
                 hubs = [
                     hub.model_copy(
-                        update={"consumer_groups": _add_once(hub.consumer_groups, source.consumer_group)}
+                        update={
+                            "consumer_groups": _add_once(hub.consumer_groups, source.consumer_group)
+                        }
                     )
                     if hub.name == source.entity
                     else hub
@@ -446,6 +458,16 @@ def _check_references(topology: Topology, source: str) -> None:
     for i, task in enumerate(topology.tasks):
         here = f"tasks[{i}]"
         _check_entity_ref(topology, task.source, f"{here}.source", fail, is_source=True)
+        if task.dead_letter_target is not None:
+            _check_entity_ref(
+                topology, task.dead_letter_target, f"{here}.deadLetterTarget", fail, is_source=False
+            )
+        elif topology.namespace(task.source.namespace).kind is NamespaceKind.EVENTHUBS:
+            fail(
+                f"{here}.deadLetterTarget",
+                "an event hub source has no dead-letter queue: name a deadLetterTarget entity "
+                "where events that cannot be replicated are parked",
+            )
         for j, target in enumerate(task.targets):
             _check_entity_ref(topology, target, f"{here}.targets[{j}]", fail, is_source=False)
             if (target.namespace, target.entity) == (task.source.namespace, task.source.entity):
@@ -461,10 +483,7 @@ def _check_references(topology: Topology, source: str) -> None:
             fail(location, message)
         _check_route_targets(topology, task, here, fail)
         for subscription_task in topology.tasks[:i]:
-            if (
-                task.source.subscription is not None
-                and subscription_task.source == task.source
-            ):
+            if task.source.subscription is not None and subscription_task.source == task.source:
                 fail(
                     f"{here}.source",
                     f"task '{subscription_task.name}' already reads {task.source.describe()}: "
@@ -480,7 +499,10 @@ def _check_route_targets(topology: Topology, task: TaskSpec, here: str, fail: An
         return
     names = [f"{target.namespace}/{target.entity}" for target in task.targets]
     for name in unknown_targets(names):
-        fail(f"{here}.options.routes", f"route target '{name}' is not a task target ({', '.join(names)})")
+        fail(
+            f"{here}.options.routes",
+            f"route target '{name}' is not a task target ({', '.join(names)})",
+        )
 
 
 def _check_unique(values: list[str], where: str, what: str, fail: Any) -> None:
@@ -499,7 +521,10 @@ def _check_entity_ref(
     if ref.namespace not in known:
         close = difflib.get_close_matches(ref.namespace, known, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        fail(f"{location}.namespace", f"unknown namespace '{ref.namespace}'{hint}; known: {', '.join(known)}")
+        fail(
+            f"{location}.namespace",
+            f"unknown namespace '{ref.namespace}'{hint}; known: {', '.join(known)}",
+        )
     namespace = topology.namespace(ref.namespace)
     entities = namespace.entity_names()
     if ref.entity not in entities:
@@ -518,7 +543,9 @@ def _check_entity_ref(
             fail(f"{location}.deadLetterQueue", "a dead-letter queue cannot be a target")
         return
     if is_topic and ref.subscription is None:
-        fail(f"{location}.subscription", f"'{ref.entity}' is a topic: name the subscription to read")
+        fail(
+            f"{location}.subscription", f"'{ref.entity}' is a topic: name the subscription to read"
+        )
     if not is_topic and ref.subscription is not None:
         fail(f"{location}.subscription", f"'{ref.entity}' is not a topic")
     if is_hub and ref.consumer_group is None:
@@ -569,7 +596,9 @@ def load_topology(path: str | os.PathLike[str] | None = None) -> Topology:
         ConfigurationError: the file is missing, is not JSON, or is not a valid topology; the
             message names the file and the JSON path.
     """
-    location = Path(path if path is not None else os.environ.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH))
+    location = Path(
+        path if path is not None else os.environ.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH)
+    )
     source = str(location)
     try:
         text = location.read_text(encoding="utf-8")

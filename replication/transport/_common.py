@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from replication.exceptions import MessageRejectedError
 
@@ -41,6 +41,11 @@ def decode_properties(properties: Mapping[Any, Any] | None) -> dict[str, Any]:
         key.decode("utf-8") if isinstance(key, bytes) else str(key): _decoded(value)
         for key, value in properties.items()
     }
+
+
+def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
+    """A mutable copy of application properties, typed as the SDK constructors declare them."""
+    return cast("dict[str | bytes, Any]", dict(properties))
 
 
 def body_bytes(body: Any, body_type_name: str) -> bytes:

@@ -12,7 +12,7 @@ from azure.eventhub import EventData
 
 from replication.envelope import Envelope
 
-from ._common import body_bytes, decode_properties, text
+from ._common import body_bytes, decode_properties, sdk_properties, text
 
 _MESSAGE_PROPERTY_FIELDS = ("subject", "to", "reply_to")
 
@@ -42,7 +42,7 @@ def to_event_data(envelope: Envelope) -> EventData:
     """The ``EventData`` replica of ``envelope`` (partition key: see the module docstring)."""
     event = EventData(envelope.body)
     if envelope.application_properties:
-        event.properties = dict(envelope.application_properties)
+        event.properties = sdk_properties(envelope.application_properties)
     if envelope.message_id is not None:
         event.message_id = envelope.message_id
     if envelope.content_type is not None:

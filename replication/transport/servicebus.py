@@ -14,7 +14,7 @@ from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
 from replication.envelope import Envelope
 
-from ._common import body_bytes, decode_properties, text
+from ._common import body_bytes, decode_properties, sdk_properties, text
 
 
 def envelope_from_received(message: ServiceBusReceivedMessage) -> Envelope:
@@ -59,9 +59,10 @@ def replica_ids(envelope: Envelope) -> tuple[str | None, str | None, str | None]
 def to_servicebus_message(envelope: Envelope) -> ServiceBusMessage:
     """The ``ServiceBusMessage`` replica of ``envelope`` (broker facts are not copied)."""
     message_id, session_id, partition_key = replica_ids(envelope)
+    properties = sdk_properties(envelope.application_properties)
     return ServiceBusMessage(
         body=envelope.body,
-        application_properties=dict(envelope.application_properties) or None,
+        application_properties=properties or None,
         session_id=session_id,
         message_id=message_id,
         scheduled_enqueue_time_utc=envelope.scheduled_enqueue_time_utc,

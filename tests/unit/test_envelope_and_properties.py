@@ -1,4 +1,5 @@
-"""Envelope construction and immutability; replication properties as the .NET library writes them."""
+"""Envelope construction and immutability; replication properties as the .NET library
+writes them."""
 
 from __future__ import annotations
 
@@ -103,9 +104,7 @@ def test_docs_spelling_of_enqueue_time_is_read_and_continued() -> None:
     envelope = _received(
         application_properties={REPL_ENQUEUE_TIME_DOCS_SPELLING: "2024-01-01T00:00:00.000Z"}
     )
-    assert source_enqueued_times(envelope.application_properties) == (
-        "2024-01-01T00:00:00.000Z",
-    )
+    assert source_enqueued_times(envelope.application_properties) == ("2024-01-01T00:00:00.000Z",)
     replica = stamp(envelope, source_namespace="a", target_namespace="b")
     assert replica.application_properties[REPL_ENQUEUED_TIME] == (
         "2024-01-01T00:00:00.000Z;2024-05-01T12:00:00.250Z"

@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patterns import Forward, TaskContext, Target
+from patterns import Forward, Target, TaskContext
 from patterns.all_active import AllActiveOptions
 from patterns.all_active import plan as all_active_plan
 from patterns.latency_optimization import LatencyOptimizationOptions
@@ -114,9 +114,7 @@ def test_a_flood_never_cycles_and_terminates(
     arrivals, deliveries = simulate(
         names, peers, latency_plan, LatencyOptimizationOptions(), origins, max_hops
     )
-    routes = sum(
-        len(list(itertools.permutations(names[1:], hops))) for hops in range(max_hops + 1)
-    )
+    routes = sum(len(list(itertools.permutations(names[1:], hops))) for hops in range(max_hops + 1))
     assert deliveries <= len(origins) * routes
     for per_namespace in arrivals.values():
         assert sum(per_namespace.values()) <= routes
@@ -155,9 +153,7 @@ def test_b_chain_or_hub_delivers_every_message_everywhere_exactly_once(
 @settings(max_examples=100, deadline=None)
 @given(
     st.integers(min_value=2, max_value=4).flatmap(
-        lambda n: st.tuples(
-            st.just(n), st.lists(st.integers(0, n - 1), min_size=1, max_size=5)
-        )
+        lambda n: st.tuples(st.just(n), st.lists(st.integers(0, n - 1), min_size=1, max_size=5))
     )
 )
 def test_c_all_active_full_mesh_delivers_every_message_everywhere_exactly_once(

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The project's two entry points, for a fresh Debian/Ubuntu machine with Python 3.11+:
+#
+#   ./dev.sh demo    set everything up, then run the local demo
+#   ./dev.sh test    set everything up, then run linters, type checks and the whole test suite
+#   ./dev.sh bench   set everything up, then run the benchmarks (prints their figures)
+#
+# Setup is idempotent: it creates .venv, installs requirements-dev.txt (again only when it
+# changed), and installs Java 17 with apt-get when PySpark needs it and none is present.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON="${PYTHON:-python3}"
+VENV=".venv"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+ensure_python() {
+    if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        echo "error: Python 3.11 or newer is required (found: $("$PYTHON" --version 2>&1))" >&2
+        exit 1
+    fi
+}
+
+ensure_java() {
+    # PySpark 4 needs Java 17 or newer.
+    local version
+    version=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1 || true)
+    if [ -n "$version" ] && [ "$version" -ge 17 ]; then
+        return
+    fi
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        log "installing Java 17 (openjdk-17-jre-headless) for PySpark"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    else
+        echo "error: PySpark needs Java 17+; install it (e.g. sudo apt-get install openjdk-17-jre-headless)" >&2
+        exit 1
+    fi
+}
+
+ensure_venv() {
+    ensure_python
+    if [ ! -x "$VENV/bin/python" ]; then
+        log "creating $VENV"
+        "$PYTHON" -m venv "$VENV"
+    fi
+    local stamp="$VENV/.requirements.sha256"
+    local wanted
+    wanted=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+        log "installing Python packages (requirements-dev.txt)"
+        "$VENV/bin/python" -m pip install --quiet --upgrade pip
+        "$VENV/bin/python" -m pip install --quiet -r requirements-dev.txt
+        echo "$wanted" > "$stamp"
+    fi
+}
+
+run_demo() {
+    ensure_venv
+    log "demo: dry run of the three-region all-active mesh (no broker needed)"
+    "$VENV/bin/python" -m replication plan --topology examples/three-region-mesh.json
+}
+
+run_tests() {
+    ensure_venv
+    ensure_java
+    log "ruff (lint and format)"
+    "$VENV/bin/ruff" check .
+    "$VENV/bin/ruff" format --check .
+    log "mypy (strict)"
+    "$VENV/bin/mypy" replication patterns
+    log "pytest"
+    "$VENV/bin/python" -m pytest "$@"
+}
+
+run_bench() {
+    ensure_venv
+    ensure_java
+    for script in benchmarks/bench_*.py; do
+        log "$script"
+        "$VENV/bin/python" "$script"
+    done
+}
+
+case "${1:-}" in
+    demo) shift; run_demo "$@" ;;
+    test) shift; run_tests "$@" ;;
+    bench) shift; run_bench "$@" ;;
+    *) echo "usage: $0 demo|test|bench" >&2; exit 2 ;;
+esac

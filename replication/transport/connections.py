@@ -1,0 +1,91 @@
+"""How a namespace of the topology is reached: connection string or Microsoft Entra identity.
+
+For namespace ``N`` with ``connection: "SB_WEU"`` the app settings are read in this order:
+
+1. ``SB_WEU``: a connection string (the local emulator, or a SAS connection string; in Azure a
+   Key Vault reference ``@Microsoft.KeyVault(...)`` that the platform resolves to one).
+2. ``keyVaultSecret`` of the namespace plus the setting ``REPLICATION_KEY_VAULT_URI``: the
+   connection string is read from Key Vault with the app's identity (for local runs against a
+   namespace outside the tenant, where no platform reference resolution happens).
+3. ``SB_WEU__fullyQualifiedNamespace`` (default: the topology's ``fullyQualifiedNamespace``)
+   with a token credential: ``SB_WEU__clientId`` selects a user-assigned managed identity,
+   otherwise ``DefaultAzureCredential``. This is the same convention the Functions triggers use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+
+from azure.core.credentials import TokenCredential
+
+from replication.exceptions import ConfigurationError
+from replication.topology import NamespaceSpec
+
+KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
+
+
+@dataclasses.dataclass(frozen=True)
+class NamespaceAccess:
+    """Either a connection string or a host name with a credential."""
+
+    connection_string: str | None = None
+    fully_qualified_namespace: str | None = None
+    credential: TokenCredential | None = None
+
+    def token_access(self) -> tuple[str, TokenCredential]:
+        """Host name and credential, for access without a connection string."""
+        if not self.fully_qualified_namespace or self.credential is None:
+            raise ConfigurationError("no connection string and no identity-based access")
+        return self.fully_qualified_namespace, self.credential
+
+
+def _token_credential(client_id: str | None) -> TokenCredential:
+    from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
+
+    if client_id:
+        return ManagedIdentityCredential(client_id=client_id)
+    return DefaultAzureCredential()
+
+
+def _secret_from_key_vault(vault_uri: str, secret_name: str, source: str) -> str:
+    from azure.core.exceptions import AzureError
+    from azure.keyvault.secrets import SecretClient
+
+    client = SecretClient(vault_url=vault_uri, credential=_token_credential(None))
+    try:
+        value = client.get_secret(secret_name).value
+    except AzureError as error:
+        raise ConfigurationError(
+            f"cannot read Key Vault secret '{secret_name}' from {vault_uri}: {error}",
+            source=source,
+        ) from error
+    if not value:
+        raise ConfigurationError(f"Key Vault secret '{secret_name}' is empty", source=source)
+    return value
+
+
+def resolve_access(
+    namespace: NamespaceSpec, environ: Mapping[str, str] | None = None
+) -> NamespaceAccess:
+    """How to connect to ``namespace`` given the app settings (see the module docstring)."""
+    settings = os.environ if environ is None else environ
+    prefix = namespace.connection
+    connection_string = settings.get(prefix)
+    if connection_string:
+        return NamespaceAccess(connection_string=connection_string)
+    vault_uri = settings.get(KEY_VAULT_URI_SETTING)
+    if namespace.key_vault_secret and vault_uri:
+        secret = _secret_from_key_vault(
+            vault_uri, namespace.key_vault_secret, f"namespace {namespace.name}"
+        )
+        return NamespaceAccess(connection_string=secret)
+    host = settings.get(f"{prefix}__fullyQualifiedNamespace") or namespace.fully_qualified_namespace
+    return NamespaceAccess(
+        fully_qualified_namespace=host,
+        credential=_token_credential(settings.get(f"{prefix}__clientId")),
+    )
+
+
+__all__ = ["KEY_VAULT_URI_SETTING", "NamespaceAccess", "resolve_access"]

@@ -1,0 +1,189 @@
+"""Senders that put replicas on Service Bus queues/topics and event hubs with the SDKs.
+
+Clients are created once per namespace and reused across invocations (the SDK opens a
+connection, with its own token exchange, per client). Messages are grouped by partition key
+(Service Bus: session id, else partition key), first-seen order kept, and each group is sent in
+as few batches as fit: a batch on a partitioned entity must not mix keys, and order per key is
+what both services promise. SDK errors are translated by :mod:`replication.transport.errors`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from azure.eventhub import EventHubProducerClient
+from azure.servicebus import ServiceBusClient
+from azure.servicebus.exceptions import MessageSizeExceededError
+
+from replication.envelope import Envelope
+from replication.exceptions import ForwardError, PermanentForwardError
+from replication.topology import NamespaceKind, NamespaceSpec, Topology
+
+from .connections import resolve_access
+from .errors import translate
+from .eventhubs import to_event_data
+from .servicebus import replica_ids, to_servicebus_message
+
+K = TypeVar("K")
+
+
+def group_in_order(
+    envelopes: Iterable[Envelope], key: Callable[[Envelope], K]
+) -> list[tuple[K, list[Envelope]]]:
+    """Envelopes grouped by ``key``; groups in first-seen order, members in input order."""
+    groups: dict[K, list[Envelope]] = {}
+    for envelope in envelopes:
+        groups.setdefault(key(envelope), []).append(envelope)
+    return list(groups.items())
+
+
+def _too_large(envelope: Envelope, target: str) -> PermanentForwardError:
+    error = PermanentForwardError(
+        f"message {envelope.message_id} ({envelope.size} bytes) exceeds the target's maximum "
+        "message size",
+        target=target,
+    )
+    error.reason = "MessageSizeExceeded"
+    return error
+
+
+class ServiceBusTargetSender:
+    """Sends to one Service Bus queue or topic."""
+
+    def __init__(self, client: ServiceBusClient, entity: str, *, label: str) -> None:
+        self._sender = client.get_queue_sender(entity)
+        self._label = label
+        self._lock = threading.Lock()
+
+    def send(self, envelopes: Sequence[Envelope]) -> None:
+        with self._lock:
+            try:
+                for _, group in group_in_order(envelopes, lambda e: replica_ids(e)[1:]):
+                    self._send_group(group)
+            except ForwardError:
+                raise
+            except Exception as error:
+                raise translate(error, target=self._label) from error
+
+    def _send_group(self, group: list[Envelope]) -> None:
+        batch = self._sender.create_message_batch()
+        for envelope in group:
+            message = to_servicebus_message(envelope)
+            try:
+                batch.add_message(message)
+                continue
+            except MessageSizeExceededError:
+                if len(batch) == 0:
+                    raise _too_large(envelope, self._label) from None
+            self._sender.send_messages(batch)
+            batch = self._sender.create_message_batch()
+            try:
+                batch.add_message(message)
+            except MessageSizeExceededError:
+                raise _too_large(envelope, self._label) from None
+        if len(batch):
+            self._sender.send_messages(batch)
+
+    def close(self) -> None:
+        self._sender.close()
+
+
+class EventHubTargetSender:
+    """Sends to one event hub; the envelope's partition key selects the partition."""
+
+    def __init__(self, producer: EventHubProducerClient, *, label: str) -> None:
+        self._producer = producer
+        self._label = label
+        self._lock = threading.Lock()
+
+    def send(self, envelopes: Sequence[Envelope]) -> None:
+        with self._lock:
+            try:
+                for key, group in group_in_order(envelopes, lambda e: e.partition_key):
+                    self._send_group(key, group)
+            except ForwardError:
+                raise
+            except Exception as error:
+                raise translate(error, target=self._label) from error
+
+    def _send_group(self, key: str | None, group: list[Envelope]) -> None:
+        batch = self._producer.create_batch(partition_key=key)
+        for envelope in group:
+            event = to_event_data(envelope)
+            try:
+                batch.add(event)
+                continue
+            except ValueError:
+                if len(batch) == 0:
+                    raise _too_large(envelope, self._label) from None
+            self._producer.send_batch(batch)
+            batch = self._producer.create_batch(partition_key=key)
+            try:
+                batch.add(event)
+            except ValueError:
+                raise _too_large(envelope, self._label) from None
+        if len(batch):
+            self._producer.send_batch(batch)
+
+    def close(self) -> None:
+        self._producer.close()
+
+
+class SenderFactory:
+    """Builds and caches one client per namespace and one sender per target entity."""
+
+    def __init__(self, topology: Topology, environ: dict[str, str] | None = None) -> None:
+        self._topology = topology
+        self._environ = environ
+        self._servicebus_clients: dict[str, ServiceBusClient] = {}
+        self._senders: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def sender(
+        self, namespace_name: str, entity: str
+    ) -> ServiceBusTargetSender | EventHubTargetSender:
+        """The (cached) sender for ``namespace_name/entity``."""
+        with self._lock:
+            key = (namespace_name, entity)
+            if key not in self._senders:
+                namespace = self._topology.namespace(namespace_name)
+                self._senders[key] = self._create(namespace, entity)
+            sender: ServiceBusTargetSender | EventHubTargetSender = self._senders[key]
+            return sender
+
+    def _create(self, namespace: NamespaceSpec, entity: str) -> Any:
+        access = resolve_access(namespace, self._environ)
+        label = f"{namespace.name}/{entity}"
+        if namespace.kind is NamespaceKind.EVENTHUBS:
+            if access.connection_string:
+                producer = EventHubProducerClient.from_connection_string(
+                    access.connection_string, eventhub_name=entity
+                )
+            else:
+                host, credential = access.token_access()
+                producer = EventHubProducerClient(host, entity, credential)
+            return EventHubTargetSender(producer, label=label)
+        client = self._servicebus_clients.get(namespace.name)
+        if client is None:
+            if access.connection_string:
+                client = ServiceBusClient.from_connection_string(access.connection_string)
+            else:
+                host, credential = access.token_access()
+                client = ServiceBusClient(host, credential)
+            self._servicebus_clients[namespace.name] = client
+        return ServiceBusTargetSender(client, entity, label=label)
+
+    def close(self) -> None:
+        """Close every sender and client (at shutdown; the Functions host never calls it)."""
+        with self._lock:
+            for sender in self._senders.values():
+                sender.close()
+            for client in self._servicebus_clients.values():
+                client.close()
+            self._senders.clear()
+            self._servicebus_clients.clear()
+
+
+__all__ = ["EventHubTargetSender", "SenderFactory", "ServiceBusTargetSender", "group_in_order"]

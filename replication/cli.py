@@ -16,7 +16,10 @@ from collections.abc import Sequence
 
 from replication.exceptions import ReplicationError
 
-COMMAND_MODULES: tuple[str, ...] = ("replication.commands",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "replication.commands",
+    "replication.local_run",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

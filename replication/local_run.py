@@ -1,0 +1,142 @@
+"""Run every task of a topology locally, the way the Functions host runs them in Azure.
+
+``python -m replication run --topology FILE`` starts one receive loop per task (see
+:mod:`replication.transport.receivers`) that feeds batches to the task's
+:class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function app
+uses. Connection settings are read from the environment exactly as in Azure (see
+:mod:`replication.transport.connections`), so pointing ``SB_WEU`` etc. at the local emulator's
+connection strings is all a local run needs. It stops on Ctrl-C, or with ``--until-idle N`` once
+no task has received anything for N seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from replication.commands import add_topology_option
+from replication.functions_app import build_runner
+from replication.topology import NamespaceKind, Topology, load_topology
+from replication.transport.receivers import (
+    ReceiveStats,
+    run_event_hub_source,
+    run_servicebus_source,
+)
+from replication.transport.senders import SenderFactory
+
+logger = logging.getLogger(__name__)
+
+
+class LocalHost:
+    """Runs all tasks of ``topology`` in background threads until :meth:`stop`."""
+
+    def __init__(self, topology: Topology, environ: Mapping[str, str] | None = None) -> None:
+        self.topology = topology
+        self._environ = dict(os.environ if environ is None else environ)
+        self._factory = SenderFactory(topology, self._environ)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.stats: dict[str, ReceiveStats] = {}
+
+    def start(self) -> LocalHost:
+        for task in self.topology.tasks:
+            runner = build_runner(self.topology, task, self._factory)
+            namespace = self.topology.namespace(task.source.namespace)
+            loop = (
+                run_event_hub_source
+                if namespace.kind is NamespaceKind.EVENTHUBS
+                else run_servicebus_source
+            )
+            stats = self.stats[task.name] = ReceiveStats()
+            thread = threading.Thread(
+                target=self._guard,
+                args=(task.name, loop, namespace, task.source, runner.run, stats),
+                name=f"task-{task.name}",
+                daemon=True,
+            )
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def _guard(
+        self, name: str, loop: Any, namespace: Any, source: Any, handler: Any, stats: ReceiveStats
+    ) -> None:
+        # A receive loop that dies must be visible in the log, not take the process down.
+        try:
+            loop(namespace, source, handler, self._stop, stats, environ=self._environ)
+        except Exception:
+            logger.exception("task %s stopped with an error", name)
+
+    def wait_until_idle(self, idle_seconds: float, timeout: float) -> bool:
+        """Block until no task received anything for ``idle_seconds`` (False on timeout)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            last = max((s.last_activity for s in self.stats.values()), default=0.0)
+            if time.monotonic() - last >= idle_seconds:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=15)
+        self._factory.close()
+
+    def __enter__(self) -> LocalHost:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    topology = load_topology(args.topology)
+    with LocalHost(topology) as host:
+        print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
+        try:
+            if args.until_idle is not None:
+                host.wait_until_idle(args.until_idle, timeout=args.timeout)
+            else:
+                threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+    for name, stats in host.stats.items():
+        print(
+            f"  {name}: {stats.messages} messages in {stats.batches} batches, "
+            f"{stats.failures} failed batches"
+        )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``run`` to the CLI."""
+    parser = subparsers.add_parser("run", help="run every task locally with the SDKs")
+    add_topology_option(parser)
+    parser.add_argument(
+        "--until-idle",
+        type=float,
+        metavar="SECONDS",
+        help="stop once nothing was received for this long",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="with --until-idle: give up after this many seconds",
+    )
+    parser.set_defaults(handler=run)
+
+
+__all__ = ["LocalHost", "register"]

@@ -1,0 +1,189 @@
+"""Receive loops that play the Functions host's part for local runs (``python -m replication run``).
+
+In Azure the Functions host reads the source entities and calls the task's function with a
+batch. Locally, where the Functions Core Tools may not be available, these loops do the same
+with the SDKs, with the host's semantics:
+
+- Service Bus (PEEK_LOCK): a batch is completed when the runner returns; when it raises, every
+  message of the batch is abandoned, so the broker redelivers it and ``maxDeliveryCount``
+  eventually dead-letters it. A message whose body cannot be converted is dead-lettered at once
+  with the converter's reason (that is what the host does with messages it cannot bind).
+- Event Hubs: batches per partition; the in-memory position advances only after the runner
+  returned, and a failing batch is retried with exponential backoff (5 s to 5 min), like the
+  retry policy of the Functions trigger. Positions are not persisted: a restarted local run
+  starts from the beginning (use the Functions host with a checkpoint store for more).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from azure.eventhub import EventData, EventHubConsumerClient, PartitionContext
+from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSubQueue
+
+from replication.envelope import Envelope
+from replication.exceptions import MessageRejectedError, ReplicationError
+from replication.topology import EntityRef, NamespaceSpec
+
+from .connections import resolve_access
+from .eventhubs import envelope_from_event
+from .servicebus import envelope_from_received
+
+logger = logging.getLogger(__name__)
+
+BatchHandler = Callable[[Sequence[Envelope]], object]
+
+RETRY_MIN_SECONDS = 5.0
+RETRY_MAX_SECONDS = 300.0
+
+
+class ReceiveStats:
+    """Counters a local run prints and tests read; updated under a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.batches = 0
+        self.messages = 0
+        self.failures = 0
+        self.last_activity = time.monotonic()
+
+    def record(self, messages: int, *, failed: bool = False) -> None:
+        with self._lock:
+            self.batches += 1
+            self.messages += messages
+            self.failures += int(failed)
+            self.last_activity = time.monotonic()
+
+
+def _servicebus_client(
+    namespace: NamespaceSpec, environ: Mapping[str, str] | None
+) -> ServiceBusClient:
+    access = resolve_access(namespace, environ)
+    if access.connection_string:
+        return ServiceBusClient.from_connection_string(access.connection_string)
+    host, credential = access.token_access()
+    return ServiceBusClient(host, credential)
+
+
+def run_servicebus_source(
+    namespace: NamespaceSpec,
+    source: EntityRef,
+    handler: BatchHandler,
+    stop: threading.Event,
+    stats: ReceiveStats,
+    *,
+    environ: Mapping[str, str] | None = None,
+    max_batch_size: int = 100,
+) -> None:
+    """Receive batches from a queue, subscription or their DLQ until ``stop`` is set."""
+    sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
+    with _servicebus_client(namespace, environ) as client:
+        if source.subscription is not None:
+            receiver = client.get_subscription_receiver(
+                source.entity, source.subscription, sub_queue=sub_queue, max_wait_time=1
+            )
+        else:
+            receiver = client.get_queue_receiver(
+                source.entity, sub_queue=sub_queue, max_wait_time=1
+            )
+        with receiver:
+            while not stop.is_set():
+                messages = receiver.receive_messages(
+                    max_message_count=max_batch_size, max_wait_time=1
+                )
+                if messages:
+                    _handle_servicebus_batch(receiver, messages, handler, stats)
+
+
+def _handle_servicebus_batch(
+    receiver: object,
+    messages: list[ServiceBusReceivedMessage],
+    handler: BatchHandler,
+    stats: ReceiveStats,
+) -> None:
+    envelopes: list[Envelope] = []
+    accepted: list[ServiceBusReceivedMessage] = []
+    for message in messages:
+        try:
+            envelopes.append(envelope_from_received(message))
+            accepted.append(message)
+        except MessageRejectedError as error:
+            logger.warning("dead-lettering message %s: %s", message.message_id, error)
+            receiver.dead_letter_message(  # type: ignore[attr-defined]
+                message, reason=error.reason, error_description=str(error)[:1024]
+            )
+    try:
+        handler(envelopes)
+    except ReplicationError as error:
+        logger.warning("batch of %d failed, abandoning for redelivery: %s", len(accepted), error)
+        for message in accepted:
+            receiver.abandon_message(message)  # type: ignore[attr-defined]
+        stats.record(len(accepted), failed=True)
+        return
+    for message in accepted:
+        receiver.complete_message(message)  # type: ignore[attr-defined]
+    stats.record(len(accepted))
+
+
+def run_event_hub_source(
+    namespace: NamespaceSpec,
+    source: EntityRef,
+    handler: BatchHandler,
+    stop: threading.Event,
+    stats: ReceiveStats,
+    *,
+    environ: Mapping[str, str] | None = None,
+    max_batch_size: int = 100,
+) -> None:
+    """Receive batches from every partition of an event hub until ``stop`` is set."""
+    access = resolve_access(namespace, environ)
+    group = source.consumer_group or "$Default"
+    if access.connection_string:
+        consumer = EventHubConsumerClient.from_connection_string(
+            access.connection_string, consumer_group=group, eventhub_name=source.entity
+        )
+    else:
+        host, credential = access.token_access()
+        consumer = EventHubConsumerClient(host, source.entity, group, credential)
+
+    def on_batch(context: PartitionContext, events: list[EventData]) -> None:
+        if not events:
+            return
+        envelopes = [envelope_from_event(event) for event in events]
+        delay = RETRY_MIN_SECONDS
+        while not stop.is_set():
+            try:
+                handler(envelopes)
+                stats.record(len(envelopes))
+                return
+            except ReplicationError as error:
+                stats.record(0, failed=True)
+                logger.warning(
+                    "partition %s: batch failed, retry in %.0f s: %s",
+                    context.partition_id,
+                    delay,
+                    error,
+                )
+                stop.wait(delay)
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+    worker = threading.Thread(
+        target=consumer.receive_batch,
+        kwargs={
+            "on_event_batch": on_batch,
+            "max_batch_size": max_batch_size,
+            "max_wait_time": 1,
+            "starting_position": "-1",
+        },
+        daemon=True,
+    )
+    worker.start()
+    stop.wait()
+    consumer.close()
+    worker.join(timeout=10)
+
+
+__all__ = ["ReceiveStats", "run_event_hub_source", "run_servicebus_source"]

@@ -1,0 +1,63 @@
+"""Connection resolution from app settings and the senders' grouping by partition key.
+
+Token credentials are only constructed, never used: no network is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
+
+from replication.envelope import Envelope
+from replication.topology import NamespaceSpec, load_topology
+from replication.transport.connections import resolve_access
+from replication.transport.senders import group_in_order
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EMULATOR = (
+    "Endpoint=sb://localhost:5673;SharedAccessKeyName=RootManageSharedAccessKey;"
+    "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
+)
+
+
+def _weu() -> NamespaceSpec:
+    return load_topology(EXAMPLES / "two-region-all-active.json").namespace("weu")
+
+
+def test_a_connection_string_setting_wins() -> None:
+    access = resolve_access(_weu(), {"SB_WEU": EMULATOR})
+    assert access.connection_string == EMULATOR
+
+
+def test_identity_based_connection_uses_the_setting_host_and_client_id() -> None:
+    access = resolve_access(
+        _weu(),
+        {
+            "SB_WEU__fullyQualifiedNamespace": "other.servicebus.windows.net",
+            "SB_WEU__clientId": "c",
+        },
+    )
+    assert access.connection_string is None
+    assert access.fully_qualified_namespace == "other.servicebus.windows.net"
+    assert isinstance(access.credential, ManagedIdentityCredential)
+
+
+def test_identity_based_connection_defaults_to_the_topology_host() -> None:
+    access = resolve_access(_weu(), {})
+    host, credential = access.token_access()
+    assert host == "contoso-orders-weu.servicebus.windows.net"
+    assert isinstance(credential, DefaultAzureCredential)
+
+
+def test_grouping_keeps_first_seen_group_order_and_member_order() -> None:
+    envelopes = [
+        Envelope(message_id=str(i), partition_key=key)
+        for i, key in enumerate(["b", "a", "b", None, "a"])
+    ]
+    groups = group_in_order(envelopes, lambda e: e.partition_key)
+    assert [(key, [e.message_id for e in members]) for key, members in groups] == [
+        ("b", ["0", "2"]),
+        ("a", ["1", "4"]),
+        (None, ["3"]),
+    ]

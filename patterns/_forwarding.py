@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from replication.envelope import Envelope
 from replication.exceptions import MalformedReplicationPropertyError
 from replication.loops import check_forward
@@ -43,3 +45,20 @@ def forward_to_targets(
     except MalformedReplicationPropertyError as error:
         return [DeadLetter(envelope, error.reason, str(error))]
     return decisions or [Skip(envelope, "no target")]
+
+
+def forward_each(
+    batch: Sequence[Envelope],
+    context: TaskContext,
+    *,
+    transform: Callable[[Envelope], Envelope] | None = None,
+    originals_only: bool = False,
+) -> list[Decision]:
+    """:func:`forward_to_targets` for every message; ``transform`` shapes each replica."""
+    decisions: list[Decision] = []
+    for envelope in batch:
+        replica = transform(envelope) if transform is not None else None
+        decisions.extend(
+            forward_to_targets(envelope, context, replica=replica, originals_only=originals_only)
+        )
+    return decisions

@@ -19,7 +19,7 @@ from replication.envelope import Envelope
 from replication.topology import RuleSpec
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext
-from ._forwarding import forward_to_targets
+from ._forwarding import forward_each
 from .all_active import LOOP_PREVENTION_ACTION, loop_prevention_rule
 
 
@@ -60,13 +60,10 @@ def capped_time_to_live(envelope: Envelope, limit: timedelta) -> Envelope:
 def plan(
     batch: Sequence[Envelope], context: TaskContext, options: ActivePassiveOptions
 ) -> list[Decision]:
-    decisions: list[Decision] = []
-    for envelope in batch:
-        replica = capped_time_to_live(envelope, options.replica_time_to_live)
-        decisions.extend(
-            forward_to_targets(envelope, context, replica=replica, originals_only=True)
-        )
-    return decisions
+    ttl = options.replica_time_to_live
+    return forward_each(
+        batch, context, transform=lambda e: capped_time_to_live(e, ttl), originals_only=True
+    )
 
 
 PATTERN = Pattern(

@@ -17,7 +17,7 @@ from replication.properties import REPLICATION_FLAG
 from replication.topology import DEFAULT_RULE_NAME, RuleFilterSpec, RuleSpec
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext
-from ._forwarding import forward_to_targets
+from ._forwarding import forward_each
 
 LOOP_PREVENTION_FILTER = f"{REPLICATION_FLAG} IS NULL"
 LOOP_PREVENTION_ACTION = f"SET {REPLICATION_FLAG} = 1"
@@ -43,10 +43,7 @@ def subscription_rule(options: AllActiveOptions) -> RuleSpec:
 def plan(
     batch: Sequence[Envelope], context: TaskContext, options: AllActiveOptions
 ) -> list[Decision]:
-    decisions: list[Decision] = []
-    for envelope in batch:
-        decisions.extend(forward_to_targets(envelope, context, originals_only=True))
-    return decisions
+    return forward_each(batch, context, originals_only=True)
 
 
 PATTERN = Pattern(

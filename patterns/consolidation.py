@@ -14,7 +14,7 @@ from pydantic import Field
 from replication.envelope import Envelope
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext, no_subscription_rule
-from ._forwarding import forward_to_targets
+from ._forwarding import forward_each
 
 
 class ConsolidationOptions(PatternOptions):
@@ -40,11 +40,7 @@ def normalize(envelope: Envelope, options: ConsolidationOptions) -> Envelope:
 def plan(
     batch: Sequence[Envelope], context: TaskContext, options: ConsolidationOptions
 ) -> list[Decision]:
-    decisions: list[Decision] = []
-    for envelope in batch:
-        replica = normalize(envelope, options)
-        decisions.extend(forward_to_targets(envelope, context, replica=replica))
-    return decisions
+    return forward_each(batch, context, transform=lambda e: normalize(e, options))
 
 
 PATTERN = Pattern(

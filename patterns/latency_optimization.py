@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from replication.envelope import Envelope
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext, no_subscription_rule
-from ._forwarding import forward_to_targets
+from ._forwarding import forward_each
 
 
 class LatencyOptimizationOptions(PatternOptions):
@@ -22,10 +22,7 @@ class LatencyOptimizationOptions(PatternOptions):
 def plan(
     batch: Sequence[Envelope], context: TaskContext, options: LatencyOptimizationOptions
 ) -> list[Decision]:
-    decisions: list[Decision] = []
-    for envelope in batch:
-        decisions.extend(forward_to_targets(envelope, context))
-    return decisions
+    return forward_each(batch, context)
 
 
 PATTERN = Pattern(

@@ -18,7 +18,7 @@ from pydantic import Field
 from replication.envelope import Envelope
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext, no_subscription_rule
-from ._forwarding import forward_to_targets
+from ._forwarding import forward_each
 from .active_passive import capped_time_to_live
 
 
@@ -28,18 +28,20 @@ class SpilloverOptions(PatternOptions):
     replica_time_to_live: timedelta | None = Field(default=None, gt=timedelta(0))
 
 
+def spilled_copy(envelope: Envelope, options: SpilloverOptions) -> Envelope:
+    """The replica: without the primary's dead-letter facts, TTL capped when configured."""
+    replica = envelope.replace(
+        dead_letter_reason=None, dead_letter_error_description=None, delivery_count=None
+    )
+    if options.replica_time_to_live is not None:
+        replica = capped_time_to_live(replica, options.replica_time_to_live)
+    return replica
+
+
 def plan(
     batch: Sequence[Envelope], context: TaskContext, options: SpilloverOptions
 ) -> list[Decision]:
-    decisions: list[Decision] = []
-    for envelope in batch:
-        replica = envelope.replace(
-            dead_letter_reason=None, dead_letter_error_description=None, delivery_count=None
-        )
-        if options.replica_time_to_live is not None:
-            replica = capped_time_to_live(replica, options.replica_time_to_live)
-        decisions.extend(forward_to_targets(envelope, context, replica=replica))
-    return decisions
+    return forward_each(batch, context, transform=lambda e: spilled_copy(e, options))
 
 
 PATTERN = Pattern(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from replication.envelope import Envelope
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext, no_subscription_rule
-from ._forwarding import forward_to_targets
+from ._forwarding import forward_each
 
 
 class StreamToQueueOptions(PatternOptions):
@@ -23,10 +23,7 @@ class StreamToQueueOptions(PatternOptions):
 def plan(
     batch: Sequence[Envelope], context: TaskContext, options: StreamToQueueOptions
 ) -> list[Decision]:
-    decisions: list[Decision] = []
-    for envelope in batch:
-        decisions.extend(forward_to_targets(envelope, context))
-    return decisions
+    return forward_each(batch, context)
 
 
 PATTERN = Pattern(

@@ -17,13 +17,18 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from azure.core.credentials import TokenCredential
+from azure.eventhub import EventHubConsumerClient, EventHubProducerClient
+from azure.servicebus import ServiceBusClient
 
 from replication.exceptions import ConfigurationError
 from replication.topology import NamespaceSpec
 
 KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
+
+EventHubClient = TypeVar("EventHubClient", EventHubProducerClient, EventHubConsumerClient)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,4 +93,40 @@ def resolve_access(
     )
 
 
-__all__ = ["KEY_VAULT_URI_SETTING", "NamespaceAccess", "resolve_access"]
+def servicebus_client(
+    namespace: NamespaceSpec, environ: Mapping[str, str] | None = None
+) -> ServiceBusClient:
+    """A Service Bus client for ``namespace`` (connection string or identity)."""
+    access = resolve_access(namespace, environ)
+    if access.connection_string:
+        return ServiceBusClient.from_connection_string(access.connection_string)
+    host, credential = access.token_access()
+    return ServiceBusClient(host, credential)
+
+
+def event_hub_client(
+    client_class: type[EventHubClient],
+    namespace: NamespaceSpec,
+    event_hub: str,
+    environ: Mapping[str, str] | None = None,
+    **options: Any,
+) -> EventHubClient:
+    """A producer or consumer client of ``client_class`` for one event hub of ``namespace``."""
+    access = resolve_access(namespace, environ)
+    if access.connection_string:
+        return client_class.from_connection_string(
+            access.connection_string, eventhub_name=event_hub, **options
+        )
+    host, credential = access.token_access()
+    return client_class(
+        fully_qualified_namespace=host, eventhub_name=event_hub, credential=credential, **options
+    )
+
+
+__all__ = [
+    "KEY_VAULT_URI_SETTING",
+    "NamespaceAccess",
+    "event_hub_client",
+    "resolve_access",
+    "servicebus_client",
+]

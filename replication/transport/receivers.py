@@ -22,13 +22,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from azure.eventhub import EventData, EventHubConsumerClient, PartitionContext
-from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSubQueue
+from azure.servicebus import ServiceBusReceivedMessage, ServiceBusSubQueue
 
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
 from replication.topology import EntityRef, NamespaceSpec
 
-from .connections import resolve_access
+from .connections import event_hub_client, servicebus_client
 from .eventhubs import envelope_from_event
 from .servicebus import envelope_from_received
 
@@ -58,16 +58,6 @@ class ReceiveStats:
             self.last_activity = time.monotonic()
 
 
-def _servicebus_client(
-    namespace: NamespaceSpec, environ: Mapping[str, str] | None
-) -> ServiceBusClient:
-    access = resolve_access(namespace, environ)
-    if access.connection_string:
-        return ServiceBusClient.from_connection_string(access.connection_string)
-    host, credential = access.token_access()
-    return ServiceBusClient(host, credential)
-
-
 def run_servicebus_source(
     namespace: NamespaceSpec,
     source: EntityRef,
@@ -80,7 +70,7 @@ def run_servicebus_source(
 ) -> None:
     """Receive batches from a queue, subscription or their DLQ until ``stop`` is set."""
     sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
-    with _servicebus_client(namespace, environ) as client:
+    with servicebus_client(namespace, environ) as client:
         if source.subscription is not None:
             receiver = client.get_subscription_receiver(
                 source.entity, source.subscription, sub_queue=sub_queue, max_wait_time=1
@@ -139,15 +129,13 @@ def run_event_hub_source(
     max_batch_size: int = 100,
 ) -> None:
     """Receive batches from every partition of an event hub until ``stop`` is set."""
-    access = resolve_access(namespace, environ)
-    group = source.consumer_group or "$Default"
-    if access.connection_string:
-        consumer = EventHubConsumerClient.from_connection_string(
-            access.connection_string, consumer_group=group, eventhub_name=source.entity
-        )
-    else:
-        host, credential = access.token_access()
-        consumer = EventHubConsumerClient(host, source.entity, group, credential)
+    consumer = event_hub_client(
+        EventHubConsumerClient,
+        namespace,
+        source.entity,
+        environ,
+        consumer_group=source.consumer_group or "$Default",
+    )
 
     def on_batch(context: PartitionContext, events: list[EventData]) -> None:
         if not events:

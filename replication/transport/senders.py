@@ -21,7 +21,7 @@ from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError
 from replication.topology import NamespaceKind, NamespaceSpec, Topology
 
-from .connections import resolve_access
+from .connections import event_hub_client, servicebus_client
 from .errors import translate
 from .eventhubs import to_event_data
 from .servicebus import replica_ids, to_servicebus_message
@@ -49,6 +49,38 @@ def _too_large(envelope: Envelope, target: str) -> PermanentForwardError:
     return error
 
 
+def fill_batches(
+    items: Sequence[tuple[Envelope, Any]],
+    *,
+    new_batch: Callable[[], Any],
+    add: Callable[[Any, Any], None],
+    send: Callable[[Any], None],
+    overflow: type[Exception],
+    label: str,
+) -> None:
+    """Send SDK messages in as few size-limited batches as they fit, in order.
+
+    A message that does not fit even into an empty batch raises a permanent
+    ``MessageSizeExceeded`` error naming it; the runtime then dead-letters it alone.
+    """
+    batch = new_batch()
+    for envelope, message in items:
+        try:
+            add(batch, message)
+            continue
+        except overflow:
+            if len(batch) == 0:
+                raise _too_large(envelope, label) from None
+        send(batch)
+        batch = new_batch()
+        try:
+            add(batch, message)
+        except overflow:
+            raise _too_large(envelope, label) from None
+    if len(batch):
+        send(batch)
+
+
 class ServiceBusTargetSender:
     """Sends to one Service Bus queue or topic."""
 
@@ -68,23 +100,14 @@ class ServiceBusTargetSender:
                 raise translate(error, target=self._label) from error
 
     def _send_group(self, group: list[Envelope]) -> None:
-        batch = self._sender.create_message_batch()
-        for envelope in group:
-            message = to_servicebus_message(envelope)
-            try:
-                batch.add_message(message)
-                continue
-            except MessageSizeExceededError:
-                if len(batch) == 0:
-                    raise _too_large(envelope, self._label) from None
-            self._sender.send_messages(batch)
-            batch = self._sender.create_message_batch()
-            try:
-                batch.add_message(message)
-            except MessageSizeExceededError:
-                raise _too_large(envelope, self._label) from None
-        if len(batch):
-            self._sender.send_messages(batch)
+        fill_batches(
+            [(envelope, to_servicebus_message(envelope)) for envelope in group],
+            new_batch=self._sender.create_message_batch,
+            add=lambda batch, message: batch.add_message(message),
+            send=self._sender.send_messages,
+            overflow=MessageSizeExceededError,
+            label=self._label,
+        )
 
     def close(self) -> None:
         self._sender.close()
@@ -109,23 +132,15 @@ class EventHubTargetSender:
                 raise translate(error, target=self._label) from error
 
     def _send_group(self, key: str | None, group: list[Envelope]) -> None:
-        batch = self._producer.create_batch(partition_key=key)
-        for envelope in group:
-            event = to_event_data(envelope)
-            try:
-                batch.add(event)
-                continue
-            except ValueError:
-                if len(batch) == 0:
-                    raise _too_large(envelope, self._label) from None
-            self._producer.send_batch(batch)
-            batch = self._producer.create_batch(partition_key=key)
-            try:
-                batch.add(event)
-            except ValueError:
-                raise _too_large(envelope, self._label) from None
-        if len(batch):
-            self._producer.send_batch(batch)
+        fill_batches(
+            [(envelope, to_event_data(envelope)) for envelope in group],
+            new_batch=lambda: self._producer.create_batch(partition_key=key),
+            add=lambda batch, event: batch.add(event),
+            send=self._producer.send_batch,
+            # EventDataBatch.add reports "too large for the batch" as ValueError.
+            overflow=ValueError,
+            label=self._label,
+        )
 
     def close(self) -> None:
         self._producer.close()
@@ -154,24 +169,13 @@ class SenderFactory:
             return sender
 
     def _create(self, namespace: NamespaceSpec, entity: str) -> Any:
-        access = resolve_access(namespace, self._environ)
         label = f"{namespace.name}/{entity}"
         if namespace.kind is NamespaceKind.EVENTHUBS:
-            if access.connection_string:
-                producer = EventHubProducerClient.from_connection_string(
-                    access.connection_string, eventhub_name=entity
-                )
-            else:
-                host, credential = access.token_access()
-                producer = EventHubProducerClient(host, entity, credential)
+            producer = event_hub_client(EventHubProducerClient, namespace, entity, self._environ)
             return EventHubTargetSender(producer, label=label)
         client = self._servicebus_clients.get(namespace.name)
         if client is None:
-            if access.connection_string:
-                client = ServiceBusClient.from_connection_string(access.connection_string)
-            else:
-                host, credential = access.token_access()
-                client = ServiceBusClient(host, credential)
+            client = servicebus_client(namespace, self._environ)
             self._servicebus_clients[namespace.name] = client
         return ServiceBusTargetSender(client, entity, label=label)
 

@@ -19,6 +19,7 @@ from replication.exceptions import ReplicationError
 COMMAND_MODULES: tuple[str, ...] = (
     "replication.commands",
     "replication.local_run",
+    "replication.rule_lint",
 )
 
 

@@ -104,6 +104,22 @@ class RuleSpec(_Model):
     filter: RuleFilterSpec
     action: str | None = None
 
+    @model_validator(mode="after")
+    def _parses(self) -> RuleSpec:
+        from replication.sql import SqlFilter, SqlRuleAction, SqlSyntaxError
+
+        try:
+            if self.filter.sql is not None:
+                SqlFilter(self.filter.sql)
+        except SqlSyntaxError as error:
+            raise ValueError(f"rule {self.name}: filter: {error}") from None
+        try:
+            if self.action is not None:
+                SqlRuleAction(self.action)
+        except SqlSyntaxError as error:
+            raise ValueError(f"rule {self.name}: action: {error}") from None
+        return self
+
 
 class _EntitySettings(_Model):
     max_delivery_count: Annotated[int, Field(ge=1, le=2000)] = 10

@@ -32,6 +32,8 @@ EXPECTED_ERRORS = {
     "Input should be greater than or equal to 1",
     "hand-written-replication-rule.json": "tasks[0].source.subscription: subscription "
     "'replication' gets its loop-prevention rule from task 'orders-weu-to-neu'",
+    "bad-sql-rule.json": "namespaces[0].topics[0].subscriptions[0].rules[0]: rule orders-only: "
+    "filter: column 24: expected an expression, found end of input",
     "not-json.json": "line 3 column 22: invalid JSON: Expecting property name",
 }
 

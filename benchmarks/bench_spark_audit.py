@@ -1,0 +1,161 @@
+"""Throughput of the batch duplicate audit, its scaling, and a DuckDB reference, in one run.
+
+Run: ``.venv/bin/python benchmarks/bench_spark_audit.py [--sizes 1000000,10000000]``.
+
+For each N it generates N messages published across 3 regions (weu, neu, eus) and replicated
+all-active, with 1% of replicas lost, 2% delivered twice in a region and lags of 0.1-3 s (a few
+with clock skew), writes them as parquet per region, then times, with ``local[2]``:
+
+- the batch audit including report (``run_audit``) and writing ``unique/`` and ``duplicates/``;
+- DuckDB computing the same ``unique`` set (earliest copy per message id) from the same files.
+
+It prints input records per second, time(largest)/time(smallest) (linear scaling would be the
+size ratio; the target is <= 11 for 10M vs 1M), and the Spark/DuckDB time ratio. Then it runs the
+``--streaming`` deduplication on the smallest size split into files and prints the largest number
+of state rows the query held, to show the state stays bounded by the watermark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+
+from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
+from spark._inputs import read_inputs
+from spark._streaming import deduplicate_stream
+from spark.dedup_audit import run_audit
+
+REGIONS = ["weu", "neu", "eus"]
+T0 = 1_714_560_000  # 2024-05-01T12:00:00Z
+
+
+def generate(spark: SparkSession, count: int, root: Path, files_per_region: int) -> dict[str, str]:
+    """Write the regions' captures; return REGION -> folder."""
+    messages = spark.range(count).select(
+        F.col("id"),
+        F.concat(F.lit("m-"), F.col("id").cast("string")).alias("message_id"),
+        (F.col("id") % 3).cast("int").alias("origin_index"),
+        (F.lit(T0) + F.col("id") / F.lit(1000.0)).alias("published"),
+    )
+    paths = {}
+    for index, region in enumerate(REGIONS):
+        is_origin = F.col("origin_index") == index
+        origin = F.element_at(F.array(*[F.lit(r) for r in REGIONS]), F.col("origin_index") + 1)
+        lag = F.when(is_origin, F.lit(0.0)).otherwise(
+            0.1 + F.abs(F.hash("id", F.lit(region)) % 2900).cast("double") / 1000.0
+        )
+        skew = F.when((F.col("id") % 997 == 0) & ~is_origin, F.lit(-45.0)).otherwise(F.lit(0.0))
+        lost = (~is_origin) & (F.abs(F.hash("id", F.lit(region), F.lit("lost"))) % 100 == 0)
+        properties = F.when(is_origin, F.create_map()).otherwise(
+            F.create_map(
+                F.lit(REPL_ORIGIN), origin,
+                F.lit(REPL_PATH), F.concat(origin, F.lit(f";{region}")),
+                F.lit(REPL_HOPS), F.lit("1"),
+            )
+        )  # fmt: skip
+        copies = messages.where(~lost).select(
+            "message_id",
+            (F.col("published") + lag + skew).cast("timestamp").alias("enqueued_time_utc"),
+            properties.cast("map<string,string>").alias("properties"),
+            F.col("id").alias("sequence_number"),
+        )
+        twice = copies.where(F.abs(F.hash("message_id", F.lit(region))) % 50 == 0).withColumn(
+            "enqueued_time_utc", F.col("enqueued_time_utc") + F.expr("INTERVAL 2 SECONDS")
+        )
+        path = root / region
+        copies.unionByName(twice).repartition(files_per_region).write.parquet(str(path))
+        paths[region] = str(path)
+    return paths
+
+
+def time_spark(spark: SparkSession, paths: dict[str, str], output: Path) -> tuple[float, int]:
+    started = time.perf_counter()
+    records: DataFrame = read_inputs(spark, paths, "parquet")
+    result = run_audit(records, list(paths), 30.0, [])
+    result.unique.write.mode("overwrite").parquet(str(output / "unique"))
+    result.duplicates.write.mode("overwrite").parquet(str(output / "duplicates"))
+    (output / "report.json").write_text(json.dumps(result.report))
+    return time.perf_counter() - started, int(result.report["total_records"])
+
+
+def time_duckdb(paths: dict[str, str]) -> tuple[float, int]:
+    import duckdb
+
+    union = " UNION ALL ".join(
+        f"SELECT '{region}' AS region, message_id, enqueued_time_utc, sequence_number "
+        f"FROM read_parquet('{path}/*.parquet')"
+        for region, path in paths.items()
+    )
+    started = time.perf_counter()
+    connection = duckdb.connect()
+    connection.execute("SET threads TO 2")
+    unique = connection.execute(
+        f"SELECT message_id, arg_min(region, (enqueued_time_utc, region, sequence_number)) "
+        f"FROM ({union}) GROUP BY message_id"
+    ).fetchall()
+    return time.perf_counter() - started, len(unique)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument("--streaming-size", type=int, default=200_000)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "6g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
+    timings = {}
+    try:
+        for size in sizes:
+            paths = generate(spark, size, work / f"in-{size}", files_per_region=4)
+            seconds, records = time_spark(spark, paths, work / f"out-{size}")
+            duck_seconds, duck_unique = time_duckdb(paths)
+            timings[size] = seconds
+            print(
+                f"N={size:>11,}: {records:>11,} records in {seconds:7.1f} s = "
+                f"{records / seconds:>9,.0f} records/s (Spark local[2]); DuckDB unique "
+                f"{duck_unique:,} in {duck_seconds:5.1f} s; "
+                f"Spark/DuckDB = {seconds / duck_seconds:.1f}",
+                flush=True,
+            )
+        if len(sizes) > 1:
+            small, large = min(sizes), max(sizes)
+            print(
+                f"time({large:,}) / time({small:,}) = {timings[large] / timings[small]:.2f} "
+                f"(size ratio {large / small:.0f})"
+            )
+        paths = generate(spark, args.streaming_size, work / "in-stream", files_per_region=20)
+        stats = deduplicate_stream(
+            spark, paths, "parquet", "30 seconds", str(work / "stream-out"), str(work / "ckpt")
+        )
+        print(
+            f"streaming N={args.streaming_size:,}: {stats.batches} micro-batches, at most "
+            f"{stats.max_state_rows:,} state rows, {stats.dropped_by_watermark:,} rows dropped "
+            "by the watermark"
+        )
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

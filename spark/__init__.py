@@ -1,0 +1,1 @@
+"""PySpark duplicate audit of replicated messages across regions (see spark/README.md)."""

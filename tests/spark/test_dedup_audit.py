@@ -1,0 +1,191 @@
+"""The duplicate audit on generated data with exactly known answers for every report key."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
+from spark.dedup_audit import main
+
+pytestmark = pytest.mark.spark
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def record(message_id: str | None, seconds: float, origin: str | None = None,
+           path: str | None = None, hops: int | None = None) -> dict[str, Any]:  # fmt: skip
+    properties: dict[str, str] = {}
+    if origin:
+        properties[REPL_ORIGIN] = origin
+        properties[REPL_PATH] = path or origin
+        properties[REPL_HOPS] = str(hops if hops is not None else 1)
+    moment = T0 + timedelta(seconds=seconds)
+    return {
+        "message_id": message_id,
+        "enqueued_time_utc": moment.isoformat().replace("+00:00", "Z"),
+        "properties": properties,
+        "body": "{}",
+    }
+
+
+def replica(message_id: str, seconds: float, origin: str, here: str) -> dict[str, Any]:
+    return record(message_id, seconds, origin, f"{origin};{here}", 1)
+
+
+# Three regions, all-active; every case of the report appears once (see the expectations).
+REGIONS: dict[str, list[dict[str, Any]]] = {
+    "weu": [
+        record("m1", 0),
+        replica("m2", 10.5, "neu", "weu"),
+        replica("m3", 15, "eus", "weu"),  # -5 s: clock skew within the 30 s watermark
+        record("m4", 30),
+        record("m5", 40),
+        record("m5", 42, "weu", "weu;neu;weu", 2),  # came back to weu: a loop
+        replica("m6", 51, "neu", "weu"),
+        record(None, 5),  # invalid: no message id
+    ],
+    "neu": [
+        replica("m1", 1, "weu", "neu"),
+        record("m2", 10),
+        replica("m3", -11, "eus", "neu"),  # -31 s: skew beyond the watermark
+        replica("m5", 41, "weu", "neu"),
+        record("m6", 50),
+        # m4 never arrived in neu: missing
+    ],
+    "eus": [
+        replica("m1", 2, "weu", "eus"),
+        replica("m2", 11.5, "neu", "eus"),
+        replica("m2", 13, "neu", "eus"),  # in-region duplicate
+        record("m3", 20),  # 31 s after m3's first copy (neu): late for a streaming dedup
+        replica("m4", 31, "weu", "eus"),
+        replica("m5", 41.5, "weu", "eus"),
+        replica("m6", 150, "neu", "eus"),  # 100 s after the origin: late
+    ],
+}
+
+
+def write_inputs(root: Path, regions: dict[str, list[dict[str, Any]]]) -> list[str]:
+    arguments = []
+    for region, records in regions.items():
+        folder = root / region
+        folder.mkdir(parents=True)
+        (folder / "part-0.json").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+        arguments += ["--input", f"{region}={folder}"]
+    return arguments
+
+
+def run(spark: Any, tmp_path: Path, *extra: str, regions: Any = None) -> dict[str, Any]:
+    inputs = write_inputs(tmp_path / "in", regions or REGIONS)
+    out = tmp_path / "out"
+    code = main([*inputs, "--format", "json", "--watermark", "30 seconds", "--output", str(out),
+                 *extra])  # fmt: skip
+    assert code == 0
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return report
+
+
+def test_report_has_exact_answers_for_every_key(spark: Any, tmp_path: Path) -> None:
+    report = run(spark, tmp_path)
+    assert report["total_records"] == 19
+    assert report["unique_messages"] == 6
+    assert report["duplicate_records"] == 13
+    assert report["invalid_records"] == 1
+    assert report["regions"] == {
+        "weu": {"records": 7, "unique_messages": 6, "in_region_duplicates": 1, "missing": 0},
+        "neu": {"records": 5, "unique_messages": 5, "in_region_duplicates": 0, "missing": 1},
+        "eus": {"records": 7, "unique_messages": 6, "in_region_duplicates": 1, "missing": 0},
+    }
+    assert report["missing_total"] == 1
+    assert report["loops"] == 1
+    assert report["clock_skew_suspects"] == 1
+    assert report["late_records"] == 2
+    assert report["lag_seconds"] == {
+        "eus->neu": {"count": 1, "p50": -31.0, "p95": -31.0, "p99": -31.0, "max": -31.0},
+        "eus->weu": {"count": 1, "p50": -5.0, "p95": -5.0, "p99": -5.0, "max": -5.0},
+        "neu->eus": {"count": 2, "p50": 50.75, "p95": 95.075, "p99": 99.015, "max": 100.0},
+        "neu->weu": {"count": 2, "p50": 0.75, "p95": 0.975, "p99": 0.995, "max": 1.0},
+        "weu->eus": {"count": 3, "p50": 1.5, "p95": 1.95, "p99": 1.99, "max": 2.0},
+        "weu->neu": {"count": 2, "p50": 1.0, "p95": 1.0, "p99": 1.0, "max": 1.0},
+    }
+    assert set(report) == {
+        "total_records", "unique_messages", "duplicate_records", "regions", "missing_total",
+        "loops", "lag_seconds", "clock_skew_suspects", "late_records", "invalid_records",
+    }  # fmt: skip
+
+
+def test_unique_keeps_the_earliest_copy_and_duplicates_list_the_rest(
+    spark: Any, tmp_path: Path
+) -> None:
+    run(spark, tmp_path)
+    unique = {
+        r["message_id"]: r for r in spark.read.parquet(str(tmp_path / "out" / "unique")).collect()
+    }
+    assert sorted(unique) == ["m1", "m2", "m3", "m4", "m5", "m6"]
+    assert unique["m3"]["region"] == "neu"  # the skewed replica is the earliest copy
+    assert unique["m2"]["region"] == "neu"
+    duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates")).collect()
+    assert len(duplicates) == 13
+    late = sorted((r["message_id"], r["region"]) for r in duplicates if r["late"])
+    assert late == [("m3", "eus"), ("m6", "eus")]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.count("<svg") >= 3
+    assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_missing_follows_expected_pairs(spark: Any, tmp_path: Path) -> None:
+    report = run(spark, tmp_path, "--expect", "weu:neu", "--expect", "neu:eus")
+    assert {r: v["missing"] for r, v in report["regions"].items()} == {"weu": 0, "neu": 1, "eus": 0}
+    only_eus = run(spark, tmp_path / "second", "--expect", "eus:weu")
+    assert only_eus["missing_total"] == 0
+
+
+def test_a_message_missing_from_an_expected_region_is_counted(spark: Any, tmp_path: Path) -> None:
+    regions = {
+        "a": [record("x", 0), record("y", 1)],
+        "b": [replica("x", 1, "a", "b")],
+    }
+    report = run(spark, tmp_path, "--expect", "a:b", regions=regions)
+    assert report["regions"]["b"]["missing"] == 1
+    assert report["regions"]["a"]["missing"] == 0
+
+
+def test_streaming_counts_a_copy_outside_the_watermark_as_late(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "in"
+    first = root / "r1"
+    second = root / "r2"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    (first / "0.json").write_text(
+        "\n".join(json.dumps(r) for r in [record("a", 0), record("b", 0), record("c", 200)])
+    )
+    # One file per micro-batch: the copy of "a" comes within the watermark; "d" moves the
+    # watermark on, so that the state of "b" is evicted before its copy, 100 s later, arrives.
+    files = [replica("a", 5, "r1", "r2"), record("d", 300), replica("b", 100, "r1", "r2")]
+    now = time.time()
+    for index, item in enumerate(files):
+        path = second / f"{index}.json"
+        path.write_text(json.dumps(item))
+        os.utime(path, (now - 60 + index, now - 60 + index))
+    out = tmp_path / "out"
+    code = main(["--input", f"r1={first}", "--input", f"r2={second}", "--format", "json",
+                 "--watermark", "30 seconds", "--output", str(out), "--streaming"])  # fmt: skip
+    assert code == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["late_records"] == 1
+    assert report["streaming"]["micro_batches"] >= 3
+    assert report["streaming"]["max_state_rows"] >= 1
+    unique = sorted(r["message_id"] for r in spark.read.parquet(str(out / "unique")).collect())
+    assert unique == ["a", "b", "c", "d"]
+
+
+def test_a_bad_input_path_is_a_clear_error(spark: Any, tmp_path: Path, caplog: Any) -> None:
+    code = main(["--input", f"x={tmp_path / 'absent'}", "--output", str(tmp_path / "out")])
+    assert code == 2
+    assert "region x" in caplog.text

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "replication.commands",
     "replication.local_run",
     "replication.rule_lint",
+    "replication.render",
 )
 
 

@@ -1,0 +1,81 @@
+// Replication topology and Function app, for one resource group.
+//
+// Parameters come from infra/main.parameters.json, rendered from the topology file:
+//     python -m replication render bicep-params --topology topology.json --output infra/main.parameters.json
+// We render parameters instead of reading the topology with loadJsonContent because the
+// replication subscriptions, their loop-prevention rules, consumer groups and least-privilege role
+// assignments are derived from the tasks by the replication library; rendering keeps a single
+// implementation of those rules (shared with the emulator config and the az CLI script) and
+// keeps this template to flat loops.
+targetScope = 'resourceGroup'
+
+@description('Service Bus namespaces with their queues, topics, subscriptions and rules.')
+param serviceBusNamespaces array = []
+
+@description('Event Hubs namespaces with their event hubs and consumer groups.')
+param eventHubNamespaces array = []
+
+@description('Data Receiver / Data Sender roles of the Function app, one entity each.')
+param roleAssignments array = []
+
+@description('Replication app settings rendered from the topology.')
+param replicationAppSettings object
+
+@description('Create a Key Vault for connection strings of namespaces outside the tenant.')
+param enableKeyVault bool = false
+
+@description('Azure region of the Function app.')
+param location string = resourceGroup().location
+
+@description('Name of the Function app.')
+param functionAppName string = 'repl-${uniqueString(resourceGroup().id)}'
+
+var keyVaultName = enableKeyVault ? take('kv-${uniqueString(resourceGroup().id)}', 24) : ''
+
+module serviceBus 'modules/servicebus.bicep' = [for namespace in serviceBusNamespaces: {
+  name: 'servicebus-${namespace.name}'
+  params: {
+    namespace: namespace
+  }
+}]
+
+module eventHubs 'modules/eventhubs.bicep' = [for namespace in eventHubNamespaces: {
+  name: 'eventhubs-${namespace.name}'
+  params: {
+    namespace: namespace
+  }
+}]
+
+module functionApp 'modules/functionapp.bicep' = {
+  name: 'function-app'
+  params: {
+    name: functionAppName
+    location: location
+    replicationAppSettings: replicationAppSettings
+    keyVaultName: keyVaultName
+  }
+}
+
+module roles 'modules/roles.bicep' = [for (assignment, index) in roleAssignments: {
+  name: 'role-${index}'
+  params: {
+    assignment: assignment
+    principalId: functionApp.outputs.principalId
+  }
+  dependsOn: [
+    serviceBus
+    eventHubs
+  ]
+}]
+
+module keyVault 'modules/keyvault.bicep' = if (enableKeyVault) {
+  name: 'key-vault'
+  params: {
+    name: keyVaultName
+    location: location
+    principalId: functionApp.outputs.principalId
+  }
+}
+
+output functionAppName string = functionApp.outputs.name
+output AZURE_FUNCTION_APP_NAME string = functionApp.outputs.name

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create or update the topology's entities and replication rules with the az CLI, without Bicep.
+#   RESOURCE_GROUP=my-rg infra/scripts/provision-rules.sh [--dry-run] [TOPOLOGY]
+# The namespaces must exist. Idempotent: every command is a create-or-update.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DRY_RUN=()
+if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=(--dry-run); shift; fi
+TOPOLOGY="${1:-${REPLICATION_TOPOLOGY:-topology.json}}"
+PYTHON=python3
+[ -x .venv/bin/python ] && PYTHON=.venv/bin/python
+script=$(mktemp)
+trap 'rm -f "$script"' EXIT
+"$PYTHON" -m replication render az-cli --topology "$TOPOLOGY" --output "$script"
+bash "$script" "${DRY_RUN[@]}"

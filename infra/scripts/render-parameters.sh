@@ -1,0 +1,17 @@
+#!/usr/bin/env sh
+# Render infra/main.parameters.json from the topology (default topology.json; set
+# REPLICATION_TOPOLOGY to use another file). Used by `azd up` as its preprovision hook.
+set -eu
+cd "$(dirname "$0")/../.."
+TOPOLOGY="${REPLICATION_TOPOLOGY:-topology.json}"
+if [ ! -f "$TOPOLOGY" ]; then
+    echo "error: $TOPOLOGY not found: copy one of examples/*.json to topology.json and edit it" >&2
+    exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+    .venv/bin/python -m pip install --quiet -r requirements.txt
+fi
+.venv/bin/python -m replication lint-rules --topology "$TOPOLOGY" --bicep-root infra
+.venv/bin/python -m replication render bicep-params --topology "$TOPOLOGY" \
+    --output infra/main.parameters.json

@@ -1,0 +1,61 @@
+"""A local Service Bus emulator that the unmodified Azure SDKs talk to over AMQP 1.0.
+
+    with run_emulator("config.json") as emulator:
+        connection = emulator.connection_string("weu")
+
+See emulator/README.md for what is supported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ._config import eventhubs_namespaces, load_config, servicebus_namespaces
+from ._server import EmulatorLoop, NamespaceServer
+
+
+class RunningEmulator:
+    """The handle ``run_emulator`` yields: connection strings by namespace name."""
+
+    def __init__(self, servers: list[NamespaceServer]) -> None:
+        self._servers = {server.name: server for server in servers}
+
+    @property
+    def namespaces(self) -> list[str]:
+        return list(self._servers)
+
+    def connection_string(self, namespace: str) -> str:
+        return self._servers[namespace].connection_string()
+
+    def port(self, namespace: str) -> int:
+        return self._servers[namespace].port
+
+
+@contextlib.contextmanager
+def run_emulator(
+    config: str | Path | dict[str, Any], *, host: str = "127.0.0.1"
+) -> Iterator[RunningEmulator]:
+    """Serve every namespace of ``config`` in a background thread until the block exits."""
+    document = load_config(config)
+    servers = [
+        NamespaceServer(name, broker, host, port)
+        for name, broker, port in [
+            *servicebus_namespaces(document),
+            *eventhubs_namespaces(document),
+        ]
+    ]
+    loop = EmulatorLoop(servers)
+    thread = threading.Thread(target=loop.run, name="emulator", daemon=True)
+    thread.start()
+    try:
+        yield RunningEmulator(servers)
+    finally:
+        loop.stopping.set()
+        thread.join(timeout=10)
+
+
+__all__ = ["RunningEmulator", "load_config", "run_emulator"]

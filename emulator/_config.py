@@ -1,0 +1,175 @@
+"""Load the emulator configuration: the official emulators' Config.json schemas, several
+namespaces per file allowed, each optionally with its own ``Port``."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from replication.exceptions import ConfigurationError
+from replication.sql import SqlRuleAction, SqlSyntaxError
+
+from ._eventhubs import EventHub, EventHubsBroker
+from ._servicebus import (
+    Broker,
+    EntitySettings,
+    Rule,
+    Subscription,
+    correlation_matcher,
+    sql_rule,
+)
+
+_DURATION = re.compile(
+    r"^P(?:(?P<days>\d+)D)?(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>[\d.]+)S)?)?$"
+)
+
+
+def duration(value: Any, where: str) -> float:
+    """ISO-8601 duration (``PT1M``, ``P1D``) -> seconds."""
+    match = _DURATION.match(str(value)) if value is not None else None
+    if match is None or value in ("P", "PT"):
+        raise ConfigurationError(
+            f"{value!r} is not an ISO-8601 duration such as PT1M", location=where
+        )
+    parts = {k: float(v) for k, v in match.groupdict().items() if v}
+    return timedelta(**parts).total_seconds()
+
+
+def _settings(properties: dict[str, Any], where: str) -> EntitySettings:
+    settings = EntitySettings()
+    if "MaxDeliveryCount" in properties:
+        settings.max_delivery_count = int(properties["MaxDeliveryCount"])
+    if "LockDuration" in properties:
+        settings.lock_duration = duration(properties["LockDuration"], f"{where}.LockDuration")
+    if "DefaultMessageTimeToLive" in properties:
+        settings.default_ttl = duration(
+            properties["DefaultMessageTimeToLive"], f"{where}.DefaultMessageTimeToLive"
+        )
+    if "DuplicateDetectionHistoryTimeWindow" in properties:
+        settings.duplicate_window = duration(
+            properties["DuplicateDetectionHistoryTimeWindow"],
+            f"{where}.DuplicateDetectionHistoryTimeWindow",
+        )
+    settings.dead_lettering_on_expiration = bool(
+        properties.get("DeadLetteringOnMessageExpiration", False)
+    )
+    settings.requires_duplicate_detection = bool(
+        properties.get("RequiresDuplicateDetection", False)
+    )
+    settings.forward_to = properties.get("ForwardTo") or None
+    settings.forward_dead_lettered_to = properties.get("ForwardDeadLetteredMessagesTo") or None
+    return settings
+
+
+def _rules(rules: list[dict[str, Any]], where: str) -> list[Any]:
+    compiled = []
+    for index, rule in enumerate(rules):
+        here = f"{where}.Rules[{index}]"
+        properties = rule.get("Properties", {})
+        kind = properties.get("FilterType", "Sql")
+        action = (properties.get("Action") or {}).get("SqlExpression")
+        try:
+            if kind == "Sql":
+                expression = (properties.get("SqlFilter") or {}).get("SqlExpression")
+                if not expression:
+                    raise ConfigurationError(
+                        "a Sql rule needs SqlFilter.SqlExpression", location=here
+                    )
+                compiled.append(sql_rule(rule.get("Name", f"rule{index}"), expression, action))
+            elif kind == "Correlation":
+                matcher = correlation_matcher(properties.get("CorrelationFilter") or {})
+                compiled.append(
+                    Rule(rule.get("Name", ""), matcher, SqlRuleAction(action) if action else None)
+                )
+            else:
+                raise ConfigurationError(
+                    f"unknown FilterType {kind!r} (Sql or Correlation)", location=here
+                )
+        except SqlSyntaxError as error:
+            raise ConfigurationError(f"rule {rule.get('Name')}: {error}", location=here) from None
+    if not compiled:
+        compiled.append(sql_rule("$Default", "1=1", None))
+    return compiled
+
+
+def build_broker(namespace: dict[str, Any], where: str) -> Broker:
+    broker = Broker()
+    for index, queue in enumerate(namespace.get("Queues") or []):
+        here = f"{where}.Queues[{index}]"
+        broker.add_queue(_name(queue, here), _settings(queue.get("Properties") or {}, here))
+    for index, topic_spec in enumerate(namespace.get("Topics") or []):
+        here = f"{where}.Topics[{index}]"
+        topic = broker.add_topic(
+            _name(topic_spec, here), _settings(topic_spec.get("Properties") or {}, here)
+        )
+        for s, subscription in enumerate(topic_spec.get("Subscriptions") or []):
+            sub_here = f"{here}.Subscriptions[{s}]"
+            name = _name(subscription, sub_here)
+            topic.subscriptions[name] = Subscription(
+                f"{topic.name}/Subscriptions/{name}",
+                _settings(subscription.get("Properties") or {}, sub_here),
+                broker,
+                _rules(subscription.get("Rules") or [], sub_here),
+            )
+    return broker
+
+
+def _name(entry: dict[str, Any], where: str) -> str:
+    name = entry.get("Name")
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError("every entity needs a Name", location=where)
+    return name
+
+
+def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
+    """The configuration document, from a path or an already-decoded dict."""
+    if isinstance(source, dict):
+        return source
+    path = Path(source)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigurationError("configuration file not found", source=str(path)) from None
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(f"invalid JSON: {error}", source=str(path)) from None
+    if not isinstance(document, dict) or "UserConfig" not in document:
+        raise ConfigurationError("expected an object with UserConfig", source=str(path))
+    return document
+
+
+def servicebus_namespaces(document: dict[str, Any]) -> list[tuple[str, Broker, int]]:
+    """(name, broker, port or 0) for each Service Bus namespace of the document."""
+    namespaces = []
+    seen: set[str] = set()
+    for index, namespace in enumerate(document["UserConfig"].get("Namespaces") or []):
+        where = f"UserConfig.Namespaces[{index}]"
+        name = _name(namespace, where)
+        if name.lower() in seen:
+            raise ConfigurationError(f"duplicate namespace {name!r}", location=where)
+        seen.add(name.lower())
+        namespaces.append((name, build_broker(namespace, where), int(namespace.get("Port", 0))))
+    return namespaces
+
+
+def eventhubs_namespaces(document: dict[str, Any]) -> list[tuple[str, EventHubsBroker, int]]:
+    """(name, broker, port or 0) for each Event Hubs namespace of the document."""
+    namespaces = []
+    for index, namespace in enumerate(document["UserConfig"].get("NamespaceConfig") or []):
+        where = f"UserConfig.NamespaceConfig[{index}]"
+        name = _name(namespace, where)
+        broker = EventHubsBroker()
+        for e, entity in enumerate(namespace.get("Entities") or []):
+            here = f"{where}.Entities[{e}]"
+            try:
+                count = int(entity.get("PartitionCount", 1))
+            except (TypeError, ValueError):
+                raise ConfigurationError("PartitionCount must be a number", location=here) from None
+            if not 1 <= count <= 32:
+                raise ConfigurationError("PartitionCount must be 1 to 32", location=here)
+            groups = [g.get("Name", "") for g in entity.get("ConsumerGroups") or []]
+            broker.add(EventHub(_name(entity, here), count, groups))
+        namespaces.append((name, broker, int(namespace.get("Port", 0))))
+    return namespaces

@@ -1,0 +1,583 @@
+"""The AMQP 1.0 server: one listening socket per namespace, a proton engine per connection.
+
+proton's Transport is driven from our own ``selectors`` loop so that every frame it writes can
+be rewritten (:mod:`emulator._frames`). The server accepts any CBS token (it is a local
+emulator), offers SASL ANONYMOUS only, and listens on 127.0.0.1 unless told otherwise. A
+connection that sends garbage is closed; the others go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import selectors
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+from proton import (
+    Collector,
+    Condition,
+    Connection,
+    Delivery,
+    Endpoint,
+    Event,
+    Link,
+    Message,
+    Transport,
+    symbol,
+    timestamp,
+)
+
+from ._codec import message_sections as _sections
+from ._eventhubs import EventHubsBroker
+from ._frames import FramePadder
+from ._servicebus import Broker
+
+logger = logging.getLogger(__name__)
+
+_PARTITION_KEY = symbol("x-opt-partition-key")
+
+BATCH_CREDIT = 300
+MAX_MESSAGE_SIZE = 256 * 1024
+
+
+def _binary(data: bytes, start: int) -> bytes:
+    value = start + 3
+    if data[value] == 0xA0:
+        return data[value + 2 : value + 2 + data[value + 1]]
+    size = int.from_bytes(data[value + 1 : value + 5], "big")
+    return data[value + 5 : value + 5 + size]
+
+
+def split_batch(data: bytes) -> list[bytes]:
+    """The encoded messages of a batch transfer, or ``[data]`` for a single message.
+
+    A batch (message format 0x80013700, which proton does not expose) is a message whose data
+    sections each hold one complete encoded message.
+    """
+    try:
+        sections = _sections(data)
+        bodies = [_binary(data, start) for code, start, _ in sections if code == 0x75]
+        if bodies and all(_sections(body) for body in bodies):
+            if len(bodies) > 1 or any(code == 0x72 for code, _, _ in sections):
+                return bodies
+    except (ValueError, IndexError):
+        pass
+    return [data]
+
+
+class _Session:
+    """Per-connection state: the links by address for replies."""
+
+    def __init__(self, server: NamespaceServer, sock: socket.socket) -> None:
+        self.server = server
+        self.socket = sock
+        self.connection = Connection()
+        self.collector = Collector()
+        self.connection.collect(self.collector)
+        self.transport = Transport(Transport.SERVER)
+        self.transport.max_frame_size = 1024 * 1024
+        sasl = self.transport.sasl()
+        sasl.allowed_mechs("ANONYMOUS")
+        self.transport.bind(self.connection)
+        self.padder = FramePadder()
+        self.reply_links: dict[str, Link] = {}
+        self.closed = False
+
+    # ------------------------------------------------------------ I/O
+    def readable(self) -> None:
+        try:
+            data = self.socket.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            self.transport.close_tail()
+        else:
+            self.transport.push(data)
+        self.process()
+
+    def flush(self) -> None:
+        while True:
+            pending = self.transport.pending()
+            if pending <= 0:
+                break
+            data = bytes(self.transport.peek(pending))
+            self.transport.pop(len(data))
+            out = self.padder.feed(data)
+            try:
+                self.socket.sendall(out)
+            except OSError:
+                self.close()
+                return
+        if self.transport.closed or pending < 0:
+            self.close()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.server.forget(self)
+            self.socket.close()
+
+    # ------------------------------------------------------------ events
+    def process(self) -> None:
+        try:
+            while (event := self.collector.peek()) is not None:
+                self.handle(event)
+                self.collector.pop()
+        except Exception:
+            logger.exception("closing a connection after an error")
+            self.transport.close_tail()
+            self.transport.close_head()
+        self.pump_all()
+        self.flush()
+
+    def handle(self, event: Event) -> None:
+        kind = event.type
+        if kind == Event.CONNECTION_REMOTE_OPEN:
+            self.connection.container = "emulator"
+            self.connection.open()
+        elif kind == Event.SESSION_REMOTE_OPEN:
+            event.session.incoming_capacity = 10 * 1024 * 1024
+            event.session.open()
+        elif kind == Event.LINK_REMOTE_OPEN:
+            self.open_link(event.link)
+        elif kind == Event.LINK_FLOW:
+            if event.link.is_sender:
+                self.pump(event.link)
+        elif kind == Event.DELIVERY:
+            if event.delivery.link.is_receiver:
+                self.incoming(event.delivery)
+            else:
+                self.disposition(event.delivery)
+        elif kind == Event.LINK_REMOTE_CLOSE:
+            self.release_link(event.link)
+            event.link.close()
+        elif kind == Event.SESSION_REMOTE_CLOSE:
+            event.session.close()
+        elif kind == Event.CONNECTION_REMOTE_CLOSE:
+            for link in list(self._links()):
+                self.release_link(link)
+            self.connection.close()
+
+    def _links(self) -> Any:
+        link = self.connection.link_head(0)
+        while link is not None:
+            yield link
+            link = link.next(0)
+
+    # ------------------------------------------------------------ links
+    def open_link(self, link: Link) -> None:
+        link.source.copy(link.remote_source)
+        link.target.copy(link.remote_target)
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        address = (link.remote_source if link.is_sender else link.remote_target).address or ""
+        path = self.server.entity_path(address)
+        link.max_message_size = MAX_MESSAGE_SIZE
+        if isinstance(self.server.broker, EventHubsBroker) and not _is_control(path):
+            self.open_event_hub_link(link, path)
+            return
+        if link.is_sender:
+            if _is_control(path):
+                self.reply_links[path.lower()] = link
+                self.reply_links[(link.remote_target.address or "").lower()] = link
+            elif self.server.broker.receivable(path) is None:
+                self.refuse(link, f"The messaging entity '{path}' could not be found.")
+                return
+            link.open()
+            return
+        if not (_is_control(path) or self.server.broker.is_sendable(path)):
+            self.refuse(link, f"The messaging entity '{path}' could not be found.")
+            return
+        link.open()
+        link.flow(BATCH_CREDIT)
+
+    def open_event_hub_link(self, link: Link, path: str) -> None:
+        broker = self.server.broker
+        hub, group, partition = broker.resolve(path)
+        if hub is None:
+            self.refuse(link, f"The messaging entity '{path}' could not be found.")
+            return
+        if partition is not None and not (
+            partition.isdigit() and int(partition) < len(hub.partitions)
+        ):
+            self.refuse(link, f"The partition '{partition}' of '{hub.name}' could not be found.")
+            return
+        if link.is_sender:
+            if group not in hub.consumer_groups or partition is None:
+                self.refuse(link, f"The consumer group '{group}' could not be found.")
+                return
+            link.emulator_partition = hub.partitions[int(partition)]
+            link.emulator_index = link.emulator_partition.start_index(
+                _selector(link.remote_source.filter)
+            )
+            link.open()
+            return
+        link.open()
+        link.flow(BATCH_CREDIT)
+
+    def refuse(self, link: Link, description: str) -> None:
+        link.open()
+        link.condition = Condition("amqp:not-found", description)
+        link.close()
+
+    def release_link(self, link: Link) -> None:
+        if not link.is_sender or not isinstance(self.server.broker, Broker):
+            return
+        broker = self.server.broker
+        entity = broker.receivable(self.server.entity_path(link.remote_source.address or ""))
+        delivery = link.unsettled_head() if hasattr(link, "unsettled_head") else None
+        del delivery
+        tokens = getattr(link, "_emulator_tokens", set())
+        if entity is not None:
+            for token in list(tokens):
+                if token in entity.locked:
+                    entity.settle(token, "release", broker.clock())
+
+    # ------------------------------------------------------------ incoming messages
+    def incoming(self, delivery: Delivery) -> None:
+        if not delivery.readable or delivery.partial:
+            return
+        link = delivery.link
+        data = bytes(link.recv(delivery.pending))
+        link.advance()
+        address = self.server.entity_path(link.remote_target.address or "")
+        if address == "$cbs" or address.endswith("$management"):
+            request = Message()
+            request.decode(data)
+            self.management(address, request)
+            delivery.update(Delivery.ACCEPTED)
+        elif len(data) > MAX_MESSAGE_SIZE:
+            delivery.local.condition = Condition(
+                "amqp:link:message-size-exceeded",
+                f"The message of {len(data)} bytes exceeds the limit of {MAX_MESSAGE_SIZE}.",
+            )
+            delivery.update(Delivery.REJECTED)
+        elif isinstance(self.server.broker, EventHubsBroker):
+            self.publish_events(address, data)
+            delivery.update(Delivery.ACCEPTED)
+        else:
+            now = self.server.broker.clock()
+            for encoded in split_batch(data):
+                message = Message()
+                message.decode(encoded)
+                self.server.broker.send(address, message, now=now)
+            delivery.update(Delivery.ACCEPTED)
+        delivery.settle()
+        if link.credit < BATCH_CREDIT // 2:
+            link.flow(BATCH_CREDIT - link.credit)
+        self.server.wake()
+
+    def publish_events(self, address: str, data: bytes) -> None:
+        broker = self.server.broker
+        hub, _, partition = broker.resolve(address)
+        outer = Message()
+        annotation_sections = [data[a:b] for code, a, b in _sections(data) if code == 0x72]
+        if annotation_sections:
+            outer.decode(annotation_sections[0])
+        outer_key = (outer.annotations or {}).get(_PARTITION_KEY)
+        now = broker.clock()
+        for encoded in split_batch(data):
+            message = Message()
+            message.decode(encoded)
+            key = (message.annotations or {}).get(_PARTITION_KEY, outer_key)
+            hub.publish(message, partition_id=partition,
+                        partition_key=None if key is None else str(key), now=now)  # fmt: skip
+
+    # ------------------------------------------------------------ delivering
+    def pump_all(self) -> None:
+        for link in list(self._links()):
+            if link.is_sender and link.state & Endpoint.LOCAL_ACTIVE and link.credit > 0:
+                self.pump(link)
+
+    def pump(self, link: Link) -> None:
+        partition = getattr(link, "emulator_partition", None)
+        if partition is not None:
+            index = link.emulator_index
+            while link.credit > 0 and index < len(partition.events):
+                delivery = link.delivery(str(index).encode())
+                link.send(partition.events[index].outgoing_bytes())
+                link.advance()
+                if link.remote_snd_settle_mode == Link.SND_SETTLED:
+                    delivery.settle()
+                index += 1
+            link.emulator_index = index
+            return
+        if not isinstance(self.server.broker, Broker):
+            return
+        address = link.remote_source.address or ""
+        path = self.server.entity_path(address)
+        entity = self.server.broker.receivable(path)
+        if entity is None:
+            return
+        lock = link.remote_snd_settle_mode != Link.SND_SETTLED
+        now = self.server.broker.clock()
+        while link.credit > 0:
+            stored = entity.take(now, lock=lock)
+            if stored is None:
+                break
+            token = stored.lock_token or uuid.uuid4()
+            delivery = link.delivery(token.bytes_le)
+            # proton reads tags back as UTF-8 text, so the token travels as an attribute.
+            delivery.emulator_token = token
+            link.send(stored.outgoing_bytes())
+            link.advance()
+            if lock:
+                tokens = getattr(link, "_emulator_tokens", None)
+                if tokens is None:
+                    tokens = set()
+                    link._emulator_tokens = tokens
+                tokens.add(token)
+            else:
+                delivery.settle()
+
+    def disposition(self, delivery: Delivery) -> None:
+        if not delivery.updated or delivery.settled:
+            return
+        link = delivery.link
+        if isinstance(self.server.broker, EventHubsBroker):
+            delivery.update(delivery.remote_state)
+            delivery.settle()
+            return
+        entity = self.server.broker.receivable(
+            self.server.entity_path(link.remote_source.address or "")
+        )
+        state = delivery.remote_state
+        token = getattr(delivery, "emulator_token", None)
+        if token is None:
+            delivery.settle()
+            return
+        now = self.server.broker.clock()
+        if entity is not None:
+            if state == Delivery.ACCEPTED:
+                entity.settle(token, "complete", now)
+            elif state == Delivery.RELEASED:
+                entity.settle(token, "release", now)
+            elif state == Delivery.MODIFIED:
+                remote = delivery.remote
+                outcome = "defer" if remote.undeliverable else "abandon"
+                entity.settle(token, outcome, now)
+                delivery.local.failed = remote.failed
+                delivery.local.undeliverable = remote.undeliverable
+            elif state == Delivery.REJECTED:
+                condition = delivery.remote.condition
+                info = dict(condition.info or {}) if condition is not None else {}
+                entity.settle(
+                    token,
+                    "dead-letter",
+                    now,
+                    reason=_text(
+                        info.get(symbol("DeadLetterReason"), info.get("DeadLetterReason"))
+                    ),
+                    description=_text(
+                        info.get(
+                            symbol("DeadLetterErrorDescription"),
+                            info.get("DeadLetterErrorDescription"),
+                        )
+                    ),
+                )
+                delivery.local.condition = condition
+        getattr(link, "_emulator_tokens", set()).discard(token)
+        delivery.update(state)
+        delivery.settle()
+
+    # ------------------------------------------------------------ CBS and management
+    def management(self, address: str, request: Message) -> None:
+        properties = {str(k): v for k, v in (request.properties or {}).items()}
+        operation = str(properties.get("operation", ""))
+        reply = Message()
+        reply.correlation_id = request.id
+        status_key = "status-code" if address == "$cbs" else "statusCode"
+        status, body = 200, None
+        if address == "$cbs":
+            status = 202
+        elif isinstance(self.server.broker, EventHubsBroker):
+            status_key = "status-code"
+            status, body = self.read_event_hub(properties)
+        elif operation == "com.microsoft:renew-lock":
+            status, body = self.renew_locks(address, request.body)
+        elif operation == "com.microsoft:peek-message":
+            status, body = self.peek(address, request.body)
+        else:
+            status, body = 400, None
+            reply.properties = {"statusDescription": f"operation {operation} not supported"}
+        reply.properties = {**(reply.properties or {}), status_key: status}
+        if body is not None:
+            reply.body = body
+        link = self.reply_links.get((request.reply_to or "").lower()) or self.reply_links.get(
+            address.lower()
+        )
+        if link is None:
+            logger.warning("no reply link for %s", address)
+            return
+        link.delivery(str(uuid.uuid4()).encode())
+        link.send(reply.encode())
+        link.advance()
+
+    def read_event_hub(self, properties: dict[str, Any]) -> tuple[int, Any]:
+        hub = self.server.broker.hubs.get(str(properties.get("name", "")).lower())
+        if hub is None:
+            return 404, None
+        if str(properties.get("type")) == "com.microsoft:partition":
+            partition = str(properties.get("partition", ""))
+            if not partition.isdigit() or int(partition) >= len(hub.partitions):
+                return 404, None
+            return 200, hub.partitions[int(partition)].properties(hub.name)
+        return 200, hub.properties()
+
+    def _entity(self, address: str) -> Any:
+        return self.server.broker.receivable(address.rsplit("/$management", 1)[0])
+
+    def renew_locks(self, address: str, body: Any) -> tuple[int, Any]:
+        entity = self._entity(address)
+        tokens = _elements((body or {}).get("lock-tokens"))
+        now = self.server.broker.clock()
+        expirations = []
+        for token in tokens:
+            until = entity.renew(uuid.UUID(str(token)), now) if entity is not None else None
+            if until is None:
+                return 410, None
+            expirations.append(timestamp(int(until * 1000)))
+        return 200, {"expirations": expirations}
+
+    def peek(self, address: str, body: Any) -> tuple[int, Any]:
+        entity = self._entity(address)
+        if entity is None:
+            return 404, None
+        start = int((body or {}).get("from-sequence-number", 0))
+        count = int((body or {}).get("message-count", 1))
+        found = entity.peek(start, count)
+        if not found:
+            return 204, None
+        return 200, {"messages": [{"message": s.outgoing_bytes()} for s in found]}
+
+
+def _is_control(path: str) -> bool:
+    return path == "$cbs" or path.endswith("$management")
+
+
+def _selector(filter_data: Any) -> str | None:
+    """The ``apache.org:selector-filter:string`` expression of a source filter, if any."""
+    try:
+        filter_data.rewind()
+        if not filter_data.next():
+            return None
+        value = filter_data.get_object()
+    except Exception:
+        return None
+    for item in (value or {}).values():
+        described = getattr(item, "value", item)
+        if isinstance(described, str) and "amqp.annotation" in described:
+            return described
+    return None
+
+
+def _elements(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(getattr(value, "elements", value))
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+class NamespaceServer:
+    """One namespace on one port."""
+
+    def __init__(self, name: str, broker: Any, host: str, port: int) -> None:
+        self.name = name
+        self.broker = broker
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((host, port))
+        self.listener.listen(64)
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.sessions: dict[socket.socket, _Session] = {}
+        self.loop: EmulatorLoop | None = None
+
+    def entity_path(self, address: str) -> str:
+        """``amqps://host:port/queue`` or ``queue`` -> ``queue``."""
+        if "://" in address:
+            address = (
+                address.split("://", 1)[1].split("/", 1)[1]
+                if "/" in address.split("://", 1)[1]
+                else ""
+            )
+        return address.strip("/")
+
+    def accept(self, selector: selectors.BaseSelector) -> None:
+        try:
+            sock, _ = self.listener.accept()
+        except BlockingIOError:
+            return
+        sock.setblocking(True)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        session = _Session(self, sock)
+        self.sessions[sock] = session
+        selector.register(sock, selectors.EVENT_READ, session)
+        session.process()
+
+    def forget(self, session: _Session) -> None:
+        self.sessions.pop(session.socket, None)
+        if self.loop is not None:
+            self.loop.unregister(session.socket)
+
+    def wake(self) -> None:
+        if self.loop is not None:
+            self.loop.pending_pump = True
+
+    def connection_string(self, advertised_host: str = "localhost") -> str:
+        return (
+            f"Endpoint=sb://{advertised_host}:{self.port};SharedAccessKeyName="
+            "RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
+        )
+
+
+class EmulatorLoop:
+    """The single thread that serves every namespace."""
+
+    def __init__(self, servers: list[NamespaceServer]) -> None:
+        self.servers = servers
+        self.selector = selectors.DefaultSelector()
+        self.stopping = threading.Event()
+        self.pending_pump = False
+        for server in servers:
+            server.loop = self
+            self.selector.register(server.listener, selectors.EVENT_READ, server)
+
+    def unregister(self, sock: socket.socket) -> None:
+        try:
+            self.selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+
+    def run(self) -> None:
+        last_sweep = 0.0
+        while not self.stopping.is_set():
+            for key, _ in self.selector.select(timeout=0.05):
+                target = key.data
+                if isinstance(target, NamespaceServer):
+                    target.accept(self.selector)
+                else:
+                    target.readable()
+            now = time.monotonic()
+            if self.pending_pump or now - last_sweep > 0.1:
+                self.pending_pump = False
+                last_sweep = now
+                for server in self.servers:
+                    server.broker.sweep()
+                    for session in list(server.sessions.values()):
+                        session.transport.tick(now)
+                        session.pump_all()
+                        session.flush()
+        for server in self.servers:
+            for session in list(server.sessions.values()):
+                session.close()
+            server.listener.close()
+        self.selector.close()

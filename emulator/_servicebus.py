@@ -1,0 +1,421 @@
+"""Service Bus semantics: queues, topics, subscriptions with rules, locks, DLQ, TTL, duplicates.
+
+The broker model knows nothing about AMQP connections: the server hands it decoded proton
+messages and asks it for messages to deliver. Time comes from a clock function so that lock
+expiry and TTL are checked on every sweep of the server loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from proton import Message, symbol
+
+from replication.envelope import Envelope
+from replication.sql import SqlEvaluationError, SqlFilter, SqlRuleAction
+
+from ._codec import with_header
+
+DEAD_LETTER_REASON = "DeadLetterReason"
+DEAD_LETTER_DESCRIPTION = "DeadLetterErrorDescription"
+_SEQUENCE = symbol("x-opt-sequence-number")
+_ENQUEUED = symbol("x-opt-enqueued-time")
+_LOCKED_UNTIL = symbol("x-opt-locked-until")
+_PARTITION_KEY = symbol("x-opt-partition-key")
+_SCHEDULED = symbol("x-opt-scheduled-enqueue-time")
+
+
+@dataclasses.dataclass
+class EntitySettings:
+    """The properties of a queue or subscription (the emulator config's ``Properties``)."""
+
+    max_delivery_count: int = 10
+    lock_duration: float = 60.0
+    default_ttl: float | None = None
+    dead_lettering_on_expiration: bool = False
+    requires_duplicate_detection: bool = False
+    duplicate_window: float = 600.0
+    forward_to: str | None = None
+    forward_dead_lettered_to: str | None = None
+
+
+@dataclasses.dataclass
+class Stored:
+    """A message held by an entity, with the broker's facts about it."""
+
+    message: Message
+    sequence_number: int
+    enqueued_time: float
+    expires_at: float | None
+    available_at: float
+    delivery_count: int = 0
+    lock_token: uuid.UUID | None = None
+    locked_until: float = 0.0
+    deferred: bool = False
+
+    def outgoing(self) -> Message:
+        """The message as a receiver gets it: broker annotations and delivery count added."""
+        copy = Message()
+        copy.decode(self.message.encode())
+        annotations = dict(copy.annotations or {})
+        annotations[_SEQUENCE] = self.sequence_number
+        annotations[_ENQUEUED] = _timestamp(self.enqueued_time)
+        if self.lock_token is not None:
+            annotations[_LOCKED_UNTIL] = _timestamp(self.locked_until)
+        copy.annotations = annotations
+        return copy
+
+    def outgoing_bytes(self) -> bytes:
+        """:meth:`outgoing`, encoded, with a header that states the delivery count."""
+        message = self.outgoing()
+        ttl = int(message.ttl * 1000) if message.ttl else None
+        return with_header(message.encode(), ttl_ms=ttl, delivery_count=self.delivery_count)
+
+
+def _timestamp(seconds: float) -> Any:
+    from proton import timestamp
+
+    return timestamp(int(seconds * 1000))
+
+
+def envelope_of(message: Message) -> Envelope:
+    """The Envelope view of a proton message, for rule evaluation."""
+    annotations = message.annotations or {}
+    properties = {str(k): v for k, v in (message.properties or {}).items()}
+    ttl = timedelta(milliseconds=message.ttl * 1000) if message.ttl else None
+    scheduled = annotations.get(_SCHEDULED)
+    return Envelope(
+        body=b"",
+        message_id=None if message.id is None else str(message.id),
+        correlation_id=None if message.correlation_id is None else str(message.correlation_id),
+        content_type=str(message.content_type) if message.content_type else None,
+        subject=message.subject,
+        to=message.address,
+        reply_to=message.reply_to,
+        reply_to_session_id=message.reply_to_group_id,
+        session_id=message.group_id,
+        partition_key=str(annotations[_PARTITION_KEY]) if _PARTITION_KEY in annotations else None,
+        time_to_live=ttl,
+        scheduled_enqueue_time_utc=(
+            datetime.fromtimestamp(int(scheduled) / 1000, UTC) if scheduled else None
+        ),
+        application_properties=properties,
+    )
+
+
+def apply_envelope(message: Message, before: Envelope, after: Envelope) -> Message:
+    """A copy of ``message`` with what a rule action changed between ``before`` and ``after``."""
+    copy = Message()
+    copy.decode(message.encode())
+    if after.application_properties != before.application_properties:
+        copy.properties = dict(after.application_properties)
+    if after.time_to_live != before.time_to_live:
+        copy.ttl = after.time_to_live.total_seconds() if after.time_to_live else 0
+    fields = {
+        "message_id": "id", "correlation_id": "correlation_id", "content_type": "content_type",
+        "subject": "subject", "to": "address", "reply_to": "reply_to",
+        "reply_to_session_id": "reply_to_group_id", "session_id": "group_id",
+    }  # fmt: skip
+    for envelope_field, message_field in fields.items():
+        if getattr(after, envelope_field) != getattr(before, envelope_field):
+            setattr(copy, message_field, getattr(after, envelope_field))
+    return copy
+
+
+class Receivable:
+    """A queue or subscription: what receivers read, with its dead-letter queue."""
+
+    def __init__(
+        self, path: str, settings: EntitySettings, broker: Broker, *, is_dlq: bool = False
+    ):
+        self.path = path
+        self.settings = settings
+        self.broker = broker
+        self.is_dlq = is_dlq
+        self.available: deque[Stored] = deque()
+        self.locked: dict[uuid.UUID, Stored] = {}
+        self.deferred: dict[int, Stored] = {}
+        self._seen: dict[str, float] = {}
+        self.dead_letter: Receivable | None = None
+        if not is_dlq:
+            self.dead_letter = Receivable(f"{path}/$DeadLetterQueue", settings, broker, is_dlq=True)
+
+    # -------------------------------------------------------------- enqueue
+    def enqueue(self, message: Message, *, now: float) -> None:
+        if self.settings.forward_to and not self.is_dlq:
+            self.broker.send(self.settings.forward_to, message, now=now)
+            return
+        if self.settings.requires_duplicate_detection and message.id is not None:
+            key = str(message.id)
+            seen = self._seen.get(key)
+            if seen is not None and now - seen < self.settings.duplicate_window:
+                return
+            self._seen[key] = now
+        ttl = message.ttl or self.settings.default_ttl
+        annotations = message.annotations or {}
+        scheduled = annotations.get(_SCHEDULED)
+        available_at = max(now, int(scheduled) / 1000) if scheduled else now
+        self.available.append(
+            Stored(
+                message=message,
+                sequence_number=next(self.broker.sequence),
+                enqueued_time=now,
+                # A dead-lettered message does not expire again in the dead-letter queue.
+                expires_at=None if self.is_dlq or not ttl else available_at + ttl,
+                available_at=available_at,
+            )
+        )
+
+    def dead_letter_message(
+        self, stored: Stored, reason: str, description: str, now: float
+    ) -> None:
+        message = stored.message
+        properties = dict(message.properties or {})
+        properties[DEAD_LETTER_REASON] = reason
+        properties[DEAD_LETTER_DESCRIPTION] = description
+        message.properties = properties
+        if self.settings.forward_dead_lettered_to:
+            self.broker.send(self.settings.forward_dead_lettered_to, message, now=now)
+            return
+        assert self.dead_letter is not None
+        self.dead_letter.available.append(
+            dataclasses.replace(
+                stored,
+                expires_at=None,
+                lock_token=None,
+                deferred=False,
+                sequence_number=next(self.broker.sequence),
+                enqueued_time=now,
+            )  # fmt: skip
+        )
+
+    # -------------------------------------------------------------- receive
+    def sweep(self, now: float) -> None:
+        """Return expired locks, expire messages past their TTL."""
+        for token, stored in list(self.locked.items()):
+            if stored.locked_until <= now:
+                del self.locked[token]
+                self._release(stored, counted=True, now=now)
+        if any(s.expires_at is not None and s.expires_at <= now for s in self.available):
+            keep: deque[Stored] = deque()
+            for stored in self.available:
+                if stored.expires_at is not None and stored.expires_at <= now:
+                    self._expire(stored, now)
+                else:
+                    keep.append(stored)
+            self.available = keep
+
+    def _expire(self, stored: Stored, now: float) -> None:
+        if self.settings.dead_lettering_on_expiration and self.dead_letter is not None:
+            self.dead_letter_message(
+                stored, "TTLExpiredException", "The message expired and was dead lettered.", now
+            )
+
+    def take(self, now: float, *, lock: bool) -> Stored | None:
+        """The next deliverable message, locked (peek-lock) or removed (receive-and-delete)."""
+        self.sweep(now)
+        for index, stored in enumerate(self.available):
+            if stored.available_at > now:
+                continue
+            del self.available[index]
+            if lock:
+                stored.lock_token = uuid.uuid4()
+                stored.locked_until = now + self.settings.lock_duration
+                self.locked[stored.lock_token] = stored
+            return stored
+        return None
+
+    def _release(self, stored: Stored, *, counted: bool, now: float) -> None:
+        stored.lock_token = None
+        if counted:
+            stored.delivery_count += 1
+            if stored.delivery_count >= self.settings.max_delivery_count and self.dead_letter:
+                self.dead_letter_message(
+                    stored,
+                    "MaxDeliveryCountExceeded",
+                    f"Message could not be consumed after {self.settings.max_delivery_count} "
+                    "delivery attempts.",
+                    now,
+                )
+                return
+        self.available.appendleft(stored)
+
+    def settle(self, token: uuid.UUID, outcome: str, now: float, **info: Any) -> bool:
+        """Apply a receiver's outcome to a locked message; False when the lock is gone."""
+        stored = self.locked.pop(token, None)
+        if stored is None:
+            return False
+        if outcome == "complete":
+            return True
+        if outcome == "abandon":
+            self._release(stored, counted=True, now=now)
+        elif outcome == "release":
+            self._release(stored, counted=False, now=now)
+        elif outcome == "defer":
+            stored.deferred = True
+            stored.lock_token = None
+            self.deferred[stored.sequence_number] = stored
+        elif outcome == "dead-letter" and self.dead_letter is not None:
+            self.dead_letter_message(
+                stored, info.get("reason") or "", info.get("description") or "", now
+            )
+        return True
+
+    def renew(self, token: uuid.UUID, now: float) -> float | None:
+        stored = self.locked.get(token)
+        if stored is None:
+            return None
+        stored.locked_until = now + self.settings.lock_duration
+        return stored.locked_until
+
+    def peek(self, from_sequence: int, count: int) -> list[Stored]:
+        everything = sorted(
+            [*self.available, *self.locked.values(), *self.deferred.values()],
+            key=lambda s: s.sequence_number,
+        )
+        return [s for s in everything if s.sequence_number >= from_sequence][:count]
+
+
+@dataclasses.dataclass
+class Rule:
+    name: str
+    matches: Callable[[Envelope], bool]
+    action: SqlRuleAction | None
+
+
+class Subscription(Receivable):
+    def __init__(self, path: str, settings: EntitySettings, broker: Broker, rules: list[Rule]):
+        super().__init__(path, settings, broker)
+        self.rules = rules
+
+
+class Topic:
+    def __init__(self, name: str, settings: EntitySettings):
+        self.name = name
+        self.settings = settings
+        self.subscriptions: dict[str, Subscription] = {}
+        self._seen: dict[str, float] = {}
+
+    def publish(self, message: Message, now: float) -> None:
+        if self.settings.requires_duplicate_detection and message.id is not None:
+            key = str(message.id)
+            seen = self._seen.get(key)
+            if seen is not None and now - seen < self.settings.duplicate_window:
+                return
+            self._seen[key] = now
+        envelope = envelope_of(message)
+        for subscription in self.subscriptions.values():
+            copy = self._select(subscription, message, envelope, now)
+            if copy is not None:
+                subscription.enqueue(copy, now=now)
+
+    @staticmethod
+    def _select(
+        subscription: Subscription, message: Message, envelope: Envelope, now: float
+    ) -> Message | None:
+        matched: list[Rule] = []
+        try:
+            matched = [rule for rule in subscription.rules if rule.matches(envelope)]
+        except SqlEvaluationError as error:
+            # Service Bus dead-letters on filter evaluation exceptions (the default setting).
+            copy = Message()
+            copy.decode(message.encode())
+            stored = Stored(copy, next(subscription.broker.sequence), now, None, now)
+            subscription.dead_letter_message(
+                stored, "FilterEvaluationException", str(error)[:1024], now
+            )
+            return None
+        if not matched:
+            return None
+        result = envelope
+        for rule in matched:
+            if rule.action is not None:
+                result = rule.action.apply(result)
+        return apply_envelope(message, envelope, result)
+
+
+def correlation_matcher(spec: dict[str, Any]) -> Callable[[Envelope], bool]:
+    """A correlation filter: every given system field and property must be equal."""
+    fields = {
+        "CorrelationId": "correlation_id", "MessageId": "message_id", "To": "to",
+        "ReplyTo": "reply_to", "Label": "subject", "Subject": "subject", "SessionId": "session_id",
+        "ReplyToSessionId": "reply_to_session_id", "ContentType": "content_type",
+    }  # fmt: skip
+    wanted = {fields[k]: v for k, v in spec.items() if k in fields}
+    properties = dict(spec.get("Properties") or {})
+
+    def matches(envelope: Envelope) -> bool:
+        if any(getattr(envelope, field) != value for field, value in wanted.items()):
+            return False
+        return all(envelope.application_properties.get(k) == v for k, v in properties.items())
+
+    return matches
+
+
+class Broker:
+    """One Service Bus namespace: its entities by lower-cased path."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.sequence = itertools.count(1)
+        self.queues: dict[str, Receivable] = {}
+        self.topics: dict[str, Topic] = {}
+
+    def add_queue(self, name: str, settings: EntitySettings) -> None:
+        self.queues[name.lower()] = Receivable(name, settings, self)
+
+    def add_topic(self, name: str, settings: EntitySettings) -> Topic:
+        topic = self.topics[name.lower()] = Topic(name, settings)
+        return topic
+
+    def send(self, entity: str, message: Message, *, now: float | None = None) -> bool:
+        """Enqueue into a queue or publish to a topic; False for an unknown entity."""
+        now = self.clock() if now is None else now
+        key = entity.strip("/").lower()
+        if key in self.queues:
+            self.queues[key].enqueue(message, now=now)
+            return True
+        if key in self.topics:
+            self.topics[key].publish(message, now)
+            return True
+        return False
+
+    def receivable(self, path: str) -> Receivable | None:
+        """The queue, subscription or dead-letter queue at ``path`` (case-insensitive)."""
+        parts = path.strip("/").lower().split("/")
+        dlq = parts[-1] == "$deadletterqueue"
+        if dlq:
+            parts = parts[:-1]
+        entity: Receivable | None = None
+        if len(parts) == 1:
+            entity = self.queues.get(parts[0])
+        elif len(parts) == 3 and parts[1] == "subscriptions" and parts[0] in self.topics:
+            subscriptions = {k.lower(): v for k, v in self.topics[parts[0]].subscriptions.items()}
+            entity = subscriptions.get(parts[2])
+        if entity is not None and dlq:
+            return entity.dead_letter
+        return entity
+
+    def is_sendable(self, path: str) -> bool:
+        key = path.strip("/").lower()
+        return key in self.queues or key in self.topics
+
+    def sweep(self) -> None:
+        now = self.clock()
+        for queue in self.queues.values():
+            queue.sweep(now)
+        for topic in self.topics.values():
+            for subscription in topic.subscriptions.values():
+                subscription.sweep(now)
+
+
+def sql_rule(name: str, expression: str, action: str | None) -> Rule:
+    compiled = SqlFilter(expression)
+    return Rule(name, compiled.matches, SqlRuleAction(action) if action else None)

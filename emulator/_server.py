@@ -8,6 +8,7 @@ connection that sends garbage is closed; the others go on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import selectors
 import socket
@@ -60,9 +61,9 @@ def split_batch(data: bytes) -> list[bytes]:
     try:
         sections = _sections(data)
         bodies = [_binary(data, start) for code, start, _ in sections if code == 0x75]
-        if bodies and all(_sections(body) for body in bodies):
-            if len(bodies) > 1 or any(code == 0x72 for code, _, _ in sections):
-                return bodies
+        is_batch = len(bodies) > 1 or any(code == 0x72 for code, _, _ in sections)
+        if bodies and is_batch and all(_sections(body) for body in bodies):
+            return bodies
     except (ValueError, IndexError):
         pass
     return [data]
@@ -88,8 +89,19 @@ class _Session:
 
     # ------------------------------------------------------------ I/O
     def readable(self) -> None:
+        # The engine takes at most capacity() bytes at a time; a large transfer arrives in
+        # several reads, each processed before the next so the engine's buffer drains.
+        capacity = self.transport.capacity()
+        if capacity == 0:
+            self.process()
+            capacity = self.transport.capacity()
+        if capacity < 0:  # the engine has stopped reading (closed or failed)
+            self.close()
+            return
+        if capacity == 0:
+            return
         try:
-            data = self.socket.recv(65536)
+            data = self.socket.recv(capacity)
         except OSError:
             data = b""
         if not data:
@@ -152,13 +164,11 @@ class _Session:
             else:
                 self.disposition(event.delivery)
         elif kind == Event.LINK_REMOTE_CLOSE:
-            self.release_link(event.link)
+            # Locks outlive the link, as in Service Bus: they expire and count as a delivery.
             event.link.close()
         elif kind == Event.SESSION_REMOTE_CLOSE:
             event.session.close()
         elif kind == Event.CONNECTION_REMOTE_CLOSE:
-            for link in list(self._links()):
-                self.release_link(link)
             self.connection.close()
 
     def _links(self) -> Any:
@@ -220,21 +230,8 @@ class _Session:
 
     def refuse(self, link: Link, description: str) -> None:
         link.open()
-        link.condition = Condition("amqp:not-found", description)
+        link.condition = _error("amqp:not-found", description)
         link.close()
-
-    def release_link(self, link: Link) -> None:
-        if not link.is_sender or not isinstance(self.server.broker, Broker):
-            return
-        broker = self.server.broker
-        entity = broker.receivable(self.server.entity_path(link.remote_source.address or ""))
-        delivery = link.unsettled_head() if hasattr(link, "unsettled_head") else None
-        del delivery
-        tokens = getattr(link, "_emulator_tokens", set())
-        if entity is not None:
-            for token in list(tokens):
-                if token in entity.locked:
-                    entity.settle(token, "release", broker.clock())
 
     # ------------------------------------------------------------ incoming messages
     def incoming(self, delivery: Delivery) -> None:
@@ -250,7 +247,7 @@ class _Session:
             self.management(address, request)
             delivery.update(Delivery.ACCEPTED)
         elif len(data) > MAX_MESSAGE_SIZE:
-            delivery.local.condition = Condition(
+            delivery.local.condition = _error(
                 "amqp:link:message-size-exceeded",
                 f"The message of {len(data)} bytes exceeds the limit of {MAX_MESSAGE_SIZE}.",
             )
@@ -378,7 +375,6 @@ class _Session:
                         )
                     ),
                 )
-                delivery.local.condition = condition
         getattr(link, "_emulator_tokens", set()).discard(token)
         delivery.update(state)
         delivery.settle()
@@ -452,6 +448,14 @@ class _Session:
         if not found:
             return 204, None
         return 200, {"messages": [{"message": s.outgoing_bytes()} for s in found]}
+
+
+def _error(condition: str, description: str) -> Condition:
+    """An AMQP error as Service Bus writes it, info map included: the SDK reads the info field
+    positionally, and proton leaves an empty one out."""
+    return Condition(
+        condition, description, {symbol("com.microsoft:tracking-id"): str(uuid.uuid4())}
+    )
 
 
 def _is_control(path: str) -> bool:
@@ -552,10 +556,8 @@ class EmulatorLoop:
             self.selector.register(server.listener, selectors.EVENT_READ, server)
 
     def unregister(self, sock: socket.socket) -> None:
-        try:
+        with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(sock)
-        except (KeyError, ValueError):
-            pass
 
     def run(self) -> None:
         last_sweep = 0.0
@@ -564,8 +566,13 @@ class EmulatorLoop:
                 target = key.data
                 if isinstance(target, NamespaceServer):
                     target.accept(self.selector)
-                else:
+                    continue
+                try:
                     target.readable()
+                except Exception:
+                    # One peer's bad bytes cost that peer its connection, nobody else theirs.
+                    logger.exception("dropping a connection after an engine error")
+                    target.close()
             now = time.monotonic()
             if self.pending_pump or now - last_sweep > 0.1:
                 self.pending_pump = False

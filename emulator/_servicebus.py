@@ -193,7 +193,7 @@ class Receivable:
                 deferred=False,
                 sequence_number=next(self.broker.sequence),
                 enqueued_time=now,
-            )  # fmt: skip
+            )
         )
 
     # -------------------------------------------------------------- receive

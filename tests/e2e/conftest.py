@@ -36,6 +36,10 @@ def region(name: str) -> dict[str, Any]:
         "Queues": [
             {"Name": "roundtrip-in", "Properties": dict(QUEUE_PROPERTIES)},
             {"Name": "roundtrip-out", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "poison", "Properties": {"MaxDeliveryCount": 3, "LockDuration": "PT5S"}},
+            {"Name": "short-lived", "Properties": {"DeadLetteringOnMessageExpiration": True}},
+            {"Name": "deduplicated", "Properties": {"RequiresDuplicateDetection": True}},
+            {"Name": "locks", "Properties": {"LockDuration": "PT5S"}},
         ],
         "Topics": [
             {

@@ -1,0 +1,224 @@
+"""The emulator's Service Bus and Event Hubs semantics, through the public SDK APIs only."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from azure.eventhub import EventData, EventHubProducerClient
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
+from azure.servicebus.exceptions import (
+    MessageSizeExceededError,
+    ServiceBusAuthenticationError,
+    ServiceBusConnectionError,
+    ServiceBusError,
+)
+
+from tests.e2e.test_sdk_roundtrip import read_events
+
+pytestmark = pytest.mark.emulator
+
+
+def _drain(client: ServiceBusClient, queue: str, *, dead_letter: bool = False) -> list[Any]:
+    sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
+    received = []
+    with client.get_queue_receiver(queue, sub_queue=sub_queue, max_wait_time=2) as receiver:
+        while batch := receiver.receive_messages(max_message_count=50, max_wait_time=2):
+            for message in batch:
+                receiver.complete_message(message)
+            received += batch
+    return received
+
+
+@pytest.fixture
+def client(regions: Any) -> Any:
+    with ServiceBusClient.from_connection_string(regions.connection_string("weu")) as client:
+        yield client
+
+
+def test_abandon_until_max_delivery_count_moves_to_dead_letter_queue(client: Any) -> None:
+    with client.get_queue_sender("poison") as sender:
+        sender.send_messages(ServiceBusMessage(b"bad", message_id="poison-1"))
+    counts = []
+    with client.get_queue_receiver("poison", max_wait_time=3) as receiver:
+        for _ in range(3):
+            (message,) = receiver.receive_messages(max_message_count=1, max_wait_time=3)
+            counts.append(message.delivery_count)
+            receiver.abandon_message(message)
+        assert receiver.receive_messages(max_message_count=1, max_wait_time=1) == []
+    assert counts == [0, 1, 2]
+    (dead,) = _drain(client, "poison", dead_letter=True)
+    assert dead.message_id == "poison-1"
+    assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
+
+
+def test_dead_letter_with_reason_and_description(client: Any) -> None:
+    with client.get_queue_sender("poison") as sender:
+        sender.send_messages(ServiceBusMessage(b"x", message_id="explicit"))
+    with client.get_queue_receiver("poison", max_wait_time=3) as receiver:
+        (message,) = receiver.receive_messages(max_message_count=1, max_wait_time=3)
+        receiver.dead_letter_message(message, reason="Invalid", error_description="no schema")
+    (dead,) = _drain(client, "poison", dead_letter=True)
+    assert (dead.dead_letter_reason, dead.dead_letter_error_description) == ("Invalid", "no schema")
+
+
+def test_ttl_expiry_dead_letters_under_a_non_utc_time_zone(client: Any) -> None:
+    """The SDK writes absolute-expiry-time off by the UTC offset outside UTC; the emulator
+    must use the header TTL and its own enqueue time."""
+    original = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    try:
+        with client.get_queue_sender("short-lived") as sender:
+            sender.send_messages(
+                ServiceBusMessage(b"x", message_id="ttl-1", time_to_live=timedelta(seconds=1))
+            )
+            sender.send_messages(ServiceBusMessage(b"y", message_id="ttl-2"))
+        time.sleep(2.5)
+        alive = _drain(client, "short-lived")
+        dead = _drain(client, "short-lived", dead_letter=True)
+    finally:
+        if original is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = original
+        time.tzset()
+    assert [m.message_id for m in alive] == ["ttl-2"]
+    assert [(m.message_id, m.dead_letter_reason) for m in dead] == [
+        ("ttl-1", "TTLExpiredException")
+    ]
+
+
+def test_renew_lock_extends_the_lock(client: Any) -> None:
+    with client.get_queue_sender("locks") as sender:
+        sender.send_messages(ServiceBusMessage(b"x", message_id="lock-1"))
+    with client.get_queue_receiver("locks", max_wait_time=3) as receiver:
+        (message,) = receiver.receive_messages(max_message_count=1, max_wait_time=3)
+        first = message.locked_until_utc
+        time.sleep(1)
+        renewed = receiver.renew_message_lock(message)
+        assert renewed > first
+        time.sleep(4.5)  # past the original 5 s lock, within the renewed one
+        receiver.complete_message(message)
+
+
+def test_lock_expiry_redelivers_with_a_higher_delivery_count(client: Any) -> None:
+    with client.get_queue_sender("locks") as sender:
+        sender.send_messages(ServiceBusMessage(b"x", message_id="lock-2"))
+    with client.get_queue_receiver("locks", max_wait_time=3) as receiver:
+        (message,) = receiver.receive_messages(max_message_count=1, max_wait_time=3)
+        assert message.delivery_count == 0
+    time.sleep(5.5)
+    (again,) = _drain(client, "locks")
+    assert (again.message_id, again.delivery_count) == ("lock-2", 1)
+
+
+def test_duplicate_detection_drops_a_resent_message_id(client: Any) -> None:
+    with client.get_queue_sender("deduplicated") as sender:
+        for body in (b"1", b"2", b"3"):
+            sender.send_messages(ServiceBusMessage(body, message_id="same"))
+        sender.send_messages(ServiceBusMessage(b"4", message_id="other"))
+    assert [str(m) for m in _drain(client, "deduplicated")] == ["1", "4"]
+
+
+def test_receive_and_delete_and_peek(client: Any) -> None:
+    with client.get_queue_sender("roundtrip-in") as sender:
+        sender.send_messages([ServiceBusMessage(b"a"), ServiceBusMessage(b"b")])
+    with client.get_queue_receiver("roundtrip-in", max_wait_time=3) as receiver:
+        peeked = receiver.peek_messages(max_message_count=10)
+        assert [str(m) for m in peeked] == ["a", "b"]
+    with client.get_queue_receiver(
+        "roundtrip-in", receive_mode="receiveanddelete", max_wait_time=3
+    ) as receiver:
+        taken = receiver.receive_messages(max_message_count=10, max_wait_time=3)
+    assert [str(m) for m in taken] == ["a", "b"]
+    assert _drain(client, "roundtrip-in") == []
+
+
+def test_topic_rules_deliver_exactly_the_expected_copies(client: Any) -> None:
+    with client.get_topic_sender("orders") as sender:
+        sender.send_messages(ServiceBusMessage(b"original", message_id="rule-1"))
+        sender.send_messages(
+            ServiceBusMessage(
+                b"replica", message_id="rule-2", application_properties={"replication": 1}
+            )
+        )
+    with client.get_subscription_receiver("orders", "replication", max_wait_time=2) as receiver:
+        replication = receiver.receive_messages(max_message_count=10, max_wait_time=2)
+        for message in replication:
+            receiver.complete_message(message)
+    with client.get_subscription_receiver("orders", "billing", max_wait_time=2) as receiver:
+        billing = receiver.receive_messages(max_message_count=10, max_wait_time=2)
+        for message in billing:
+            receiver.complete_message(message)
+    assert [(m.message_id, m.application_properties) for m in replication] == [
+        ("rule-1", {b"replication": 1})
+    ]
+    assert sorted(m.message_id for m in billing) == ["rule-1", "rule-2"]
+
+
+def test_async_client_sends_and_receives(regions: Any) -> None:
+    async def scenario() -> list[str]:
+        async with AsyncServiceBusClient.from_connection_string(
+            regions.connection_string("neu")
+        ) as client:
+            async with client.get_queue_sender("roundtrip-out") as sender:
+                await sender.send_messages(
+                    [ServiceBusMessage(b"async-1"), ServiceBusMessage(b"async-2")]
+                )
+            async with client.get_queue_receiver("roundtrip-out", max_wait_time=3) as receiver:
+                received = await receiver.receive_messages(max_message_count=10, max_wait_time=3)
+                for message in received:
+                    await receiver.complete_message(message)
+                return [str(m) for m in received]
+
+    assert asyncio.run(scenario()) == ["async-1", "async-2"]
+
+
+def test_unknown_entity_fails_promptly_and_the_server_keeps_serving(client: Any) -> None:
+    expected = (ServiceBusError, ServiceBusConnectionError, ServiceBusAuthenticationError)
+    with (
+        pytest.raises(expected),
+        client.get_queue_receiver("no-such-queue", max_wait_time=2) as receiver,
+    ):
+        receiver.receive_messages(max_message_count=1, max_wait_time=2)
+    with client.get_queue_sender("roundtrip-in") as sender:
+        sender.send_messages(ServiceBusMessage(b"still-here"))
+    assert [str(m) for m in _drain(client, "roundtrip-in")] == ["still-here"]
+
+
+def test_oversized_message_is_rejected_and_the_link_stays_usable(client: Any) -> None:
+    with client.get_queue_sender("roundtrip-in") as sender:
+        with pytest.raises(MessageSizeExceededError, match="message-size-exceeded"):
+            sender.send_messages(ServiceBusMessage(b"x" * (300 * 1024)))
+        sender.send_messages(ServiceBusMessage(b"small"))
+    assert [str(m) for m in _drain(client, "roundtrip-in")] == ["small"]
+
+
+def test_event_hub_start_positions(regions: Any) -> None:
+    connection = regions.connection_string("ingest")
+    with EventHubProducerClient.from_connection_string(
+        connection, eventhub_name="devices"
+    ) as producer:
+        batch = producer.create_batch(partition_id="1")
+        for index in range(3):
+            batch.add(EventData(f"pos-{index}"))
+        producer.send_batch(batch)
+        properties = producer.get_partition_properties("1")
+    last = properties["last_enqueued_sequence_number"]
+    mine = lambda e: e.body_as_str().startswith("pos-")  # noqa: E731
+    from_sequence = read_events(connection, mine, partition_id="1", starting_position=last - 1)
+    assert [e.body_as_str() for e in from_sequence] == ["pos-2"]
+    inclusive = read_events(
+        connection, mine, partition_id="1", starting_position=last - 1,
+        starting_position_inclusive=True,
+    )  # fmt: skip
+    assert [e.body_as_str() for e in inclusive] == ["pos-1", "pos-2"]
+    since = datetime.now(UTC) - timedelta(minutes=5)
+    by_time = read_events(connection, mine, partition_id="1", starting_position=since)
+    assert [e.body_as_str() for e in by_time] == ["pos-0", "pos-1", "pos-2"]

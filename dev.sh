@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's two entry points, for a fresh Debian/Ubuntu machine with Python 3.11+:
 #
-#   ./dev.sh demo    set everything up, then run the local demo
+#   ./dev.sh demo    set everything up, then run the local demo (emulator, replication, audit)
 #   ./dev.sh test    set everything up, then run linters, type checks and the whole test suite
 #   ./dev.sh bench   set everything up, then run the benchmarks (prints their figures)
 #
@@ -57,8 +57,10 @@ ensure_venv() {
 
 run_demo() {
     ensure_venv
-    log "demo: dry run of the three-region all-active mesh (no broker needed)"
-    "$VENV/bin/python" -m replication plan --topology examples/three-region-mesh.json
+    ensure_java
+    log "demo: three-region all-active mesh through the local emulator, audited with Spark"
+    "$VENV/bin/python" -m replication demo --topology examples/three-region-mesh.json \
+        --output demo-output "$@"
 }
 
 run_tests() {
@@ -68,7 +70,7 @@ run_tests() {
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     log "mypy (strict)"
-    "$VENV/bin/mypy" replication patterns
+    "$VENV/bin/mypy" replication patterns emulator
     log "pytest"
     "$VENV/bin/python" -m pytest "$@"
 }

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from replication.exceptions import ConfigurationError
+
 from ._config import eventhubs_namespaces, load_config, servicebus_namespaces
 from ._server import EmulatorLoop, NamespaceServer
 
@@ -41,13 +43,27 @@ def run_emulator(
 ) -> Iterator[RunningEmulator]:
     """Serve every namespace of ``config`` in a background thread until the block exits."""
     document = load_config(config)
-    servers = [
-        NamespaceServer(name, broker, host, port)
-        for name, broker, port in [
-            *servicebus_namespaces(document),
-            *eventhubs_namespaces(document),
-        ]
-    ]
+    try:
+        namespaces = [*servicebus_namespaces(document), *eventhubs_namespaces(document)]
+    except ConfigurationError as error:
+        if error.source is None and not isinstance(config, dict):
+            raise ConfigurationError(
+                error.detail, source=str(config), location=error.location
+            ) from None
+        raise
+    servers: list[NamespaceServer] = []
+    try:
+        for name, broker, port in namespaces:
+            try:
+                servers.append(NamespaceServer(name, broker, host, port))
+            except OSError as error:
+                raise OSError(
+                    error.errno, f"namespace {name!r} on {host}:{port}: {error.strerror}"
+                ) from error
+    except OSError:
+        for server in servers:  # nothing half-started: a taken port frees the others
+            server.listener.close()
+        raise
     loop = EmulatorLoop(servers)
     thread = threading.Thread(target=loop.run, name="emulator", daemon=True)
     thread.start()

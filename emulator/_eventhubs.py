@@ -39,7 +39,8 @@ class Event:
         if self.partition_key is not None:
             annotations[_PARTITION_KEY] = self.partition_key
         copy.annotations = annotations
-        return copy.encode()
+        encoded: bytes = copy.encode()
+        return encoded
 
 
 class Partition:

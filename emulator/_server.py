@@ -501,7 +501,7 @@ class NamespaceServer:
         self.listener.bind((host, port))
         self.listener.listen(64)
         self.listener.setblocking(False)
-        self.port = self.listener.getsockname()[1]
+        self.port: int = self.listener.getsockname()[1]
         self.sessions: dict[socket.socket, _Session] = {}
         self.loop: EmulatorLoop | None = None
 

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "replication.local_run",
     "replication.rule_lint",
     "replication.render",
+    "replication.demo",
 )
 
 
@@ -43,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        # The SDKs log every AMQP state change at INFO; keep their warnings and errors.
+        logging.getLogger("azure").setLevel(logging.WARNING)
     try:
         code: int = args.handler(args)
     except ReplicationError as error:

@@ -73,12 +73,15 @@ class LocalHost:
         except Exception:
             logger.exception("task %s stopped with an error", name)
 
-    def wait_until_idle(self, idle_seconds: float, timeout: float) -> bool:
-        """Block until no task received anything for ``idle_seconds`` (False on timeout)."""
+    def wait_until_idle(self, idle_seconds: float, timeout: float, *, at_least: int = 0) -> bool:
+        """Block until the tasks received ``at_least`` messages in all and then nothing more
+        for ``idle_seconds`` (False on timeout). ``at_least`` keeps a slow start from passing
+        for quiet."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             last = max((s.last_activity for s in self.stats.values()), default=0.0)
-            if time.monotonic() - last >= idle_seconds:
+            received = sum(s.messages for s in self.stats.values())
+            if received >= at_least and time.monotonic() - last >= idle_seconds:
                 return True
             time.sleep(0.2)
         return False

@@ -1,5 +1,6 @@
-"""Fixtures for end-to-end tests: two emulated regions with the entities of the two-region
-all-active example, plus an event hub, served by the local AMQP emulator."""
+"""Shared fixtures. ``regions``: the local AMQP emulator serving two Service Bus regions with
+the entities of the two-region all-active example (plus queues for the semantics tests) and an
+Event Hubs namespace, started once per test session on free ports."""
 
 from __future__ import annotations
 

@@ -1,0 +1,93 @@
+"""``python -m emulator``: serve the namespaces of a config file until Ctrl-C.
+
+    python -m emulator --config infra/local/emulator-config.json
+    python -m emulator --topology examples/two-region-all-active.json
+
+On start it prints one line per namespace, ``NAME<TAB>CONNECTION-STRING``. With
+``--topology`` it prints ``export SETTING='CONNECTION-STRING'`` lines instead, one per app
+setting the topology's namespaces read, ready to paste into the shell that runs
+``python -m replication run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from replication.exceptions import ConfigurationError
+
+from . import run_emulator
+
+
+def _config_from_topology(path: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The emulator config rendered from a topology, and namespace name -> setting name."""
+    from replication.render.emulator_config import emulator_config
+    from replication.topology import load_topology
+
+    topology = load_topology(path)
+    settings = {namespace.name: namespace.connection for namespace in topology.namespaces}
+    return emulator_config(topology), settings
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m emulator",
+        description="Local Service Bus and Event Hubs emulator for the unmodified Azure SDKs.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--config", help="emulator Config.json (the official schema; several namespaces allowed)"
+    )
+    source.add_argument("--topology", help="replication topology file to render the config from")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; anything else exposes unauthenticated AMQP)",
+    )
+    parser.add_argument("--verbose", action="store_true", help="log every connection and link")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    settings: dict[str, str] = {}
+    try:
+        if args.topology:
+            config, settings = _config_from_topology(args.topology)
+        else:
+            config = args.config
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        with run_emulator(config, host=args.host) as running:
+            for name in running.namespaces:
+                connection = running.connection_string(name)
+                if name in settings:
+                    print(f"export {settings[name]}='{connection}'", flush=True)
+                else:
+                    print(f"{name}\t{connection}", flush=True)
+            print("# emulator running; Ctrl-C stops it", file=sys.stderr, flush=True)
+            try:
+                while not stop.wait(0.5):
+                    pass
+            except KeyboardInterrupt:
+                pass
+    except ConfigurationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: cannot listen: {error.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""``python -m emulator`` as a user runs it: a real process, real ports, real signals."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+
+pytestmark = pytest.mark.emulator
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "emulator", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_prints_connection_strings_serves_them_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    config = tmp_path / "Config.json"
+    config.write_text(
+        json.dumps({"UserConfig": {"Namespaces": [{"Name": "local", "Queues": [{"Name": "q"}]}]}})
+    )
+    process = _start("--config", str(config))
+    try:
+        assert process.stdout is not None
+        name, connection = process.stdout.readline().rstrip("\n").split("\t")
+        assert name == "local"
+        assert connection.endswith("UseDevelopmentEmulator=true;")
+        with ServiceBusClient.from_connection_string(connection) as client:
+            with client.get_queue_sender("q") as sender:
+                sender.send_messages(ServiceBusMessage(b"over the wire"))
+            with client.get_queue_receiver("q", max_wait_time=3) as receiver:
+                (message,) = receiver.receive_messages(max_message_count=1, max_wait_time=3)
+                receiver.complete_message(message)
+        assert str(message) == "over the wire"
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+
+
+def test_topology_prints_the_settings_the_topology_reads() -> None:
+    process = _start("--topology", "examples/three-region-mesh.json")
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline().strip() for _ in range(3)]
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=20)
+    assert [line.split("=", 1)[0] for line in lines] == [
+        "export SB_WEU",
+        "export SB_EUS",
+        "export SB_SEA",
+    ]
+
+
+def test_bad_config_names_file_and_entry_and_starts_nothing(tmp_path: Path) -> None:
+    config = tmp_path / "Config.json"
+    namespaces = [
+        {"Name": "ok", "Port": 0},
+        {"Name": "bad", "Queues": [{"Name": "q", "Properties": {"LockDuration": "5 minutes"}}]},
+    ]
+    config.write_text(json.dumps({"UserConfig": {"Namespaces": namespaces}}))
+    result = subprocess.run(
+        [sys.executable, "-m", "emulator", "--config", str(config)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert str(config) in result.stderr
+    assert "UserConfig.Namespaces[1].Queues[0].LockDuration" in result.stderr
+
+
+def test_a_taken_port_fails_cleanly(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "Config.json"
+        namespaces = [{"Name": "first"}, {"Name": "second", "Port": port}]
+        config.write_text(json.dumps({"UserConfig": {"Namespaces": namespaces}}))
+        result = subprocess.run(
+            [sys.executable, "-m", "emulator", "--config", str(config)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert f"cannot listen: namespace 'second' on 127.0.0.1:{port}" in result.stderr
+    assert result.stdout == ""

@@ -6,7 +6,8 @@
 #   ./dev.sh bench   set everything up, then run the benchmarks (prints their figures)
 #
 # Setup is idempotent: it creates .venv, installs requirements-dev.txt (again only when it
-# changed), and installs Java 17 with apt-get when PySpark needs it and none is present.
+# changed), installs Java 17 with apt-get when PySpark needs it and none is present, and for
+# the tests installs Azurite from npm (package-lock.json) into node_modules/.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -38,6 +39,27 @@ ensure_java() {
     fi
 }
 
+ensure_node_tools() {
+    # Azurite (blob storage for Event Hubs checkpoints in tests), pinned in package-lock.json.
+    if ! command -v npm >/dev/null; then
+        if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+            log "installing Node.js and npm for Azurite"
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+        else
+            echo "error: Azurite needs Node.js 18+ and npm (e.g. sudo apt-get install nodejs npm)" >&2
+            exit 1
+        fi
+    fi
+    local stamp="node_modules/.package-lock.sha256"
+    local wanted
+    wanted=$(sha256sum package-lock.json | cut -d' ' -f1)
+    if [ ! -x node_modules/.bin/azurite-blob ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+        log "installing Azurite (npm ci)"
+        npm ci --no-audit --no-fund --loglevel=error
+        echo "$wanted" > "$stamp"
+    fi
+}
+
 ensure_venv() {
     ensure_python
     if [ ! -x "$VENV/bin/python" ]; then
@@ -66,6 +88,7 @@ run_demo() {
 run_tests() {
     ensure_venv
     ensure_java
+    ensure_node_tools
     log "ruff (lint and format)"
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .

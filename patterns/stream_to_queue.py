@@ -2,8 +2,10 @@
 
 Each event becomes one message. The Service Bus side needs a MessageId for duplicate detection
 and a session/partition key for ordering; the transport derives them from the event (message-id
-system property, else the source offset; the event's partition key) exactly as the official .NET
-replication library does, so this pattern only applies loop prevention and stamping.
+system property, else its position ``PARTITION:OFFSET``; the event's partition key) as the
+official .NET replication library does, except that the library's bare offset repeats across
+partitions (see ``replication.transport.servicebus``). This pattern only applies loop prevention
+and stamping.
 """
 
 from __future__ import annotations

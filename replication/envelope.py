@@ -33,8 +33,8 @@ class Envelope:
 
     Writable fields (copied to a replica): ``body`` to ``application_properties``.
     Read-only broker facts (set by the broker on receipt, never sent): ``enqueued_time_utc``,
-    ``sequence_number``, ``offset``, ``delivery_count``, ``dead_letter_reason`` and
-    ``dead_letter_error_description``.
+    ``sequence_number``, ``offset`` and ``partition_id`` (Event Hubs), ``delivery_count``,
+    ``dead_letter_reason`` and ``dead_letter_error_description``.
     """
 
     body: bytes = b""
@@ -55,6 +55,7 @@ class Envelope:
     enqueued_time_utc: datetime | None = None
     sequence_number: int | None = None
     offset: str | None = None
+    partition_id: str | None = None
     delivery_count: int | None = None
     dead_letter_reason: str | None = None
     dead_letter_error_description: str | None = None

@@ -5,13 +5,16 @@
 :class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function app
 uses. Connection settings are read from the environment exactly as in Azure (see
 :mod:`replication.transport.connections`), so pointing ``SB_WEU`` etc. at the local emulator's
-connection strings is all a local run needs. It stops on Ctrl-C, or with ``--until-idle N`` once
-no task has received anything for N seconds.
+connection strings is all a local run needs. Event Hubs positions are checkpointed where
+``AzureWebJobsStorage`` points (Azurite locally; see :mod:`replication.transport.checkpoints`).
+It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N
+seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import threading
@@ -23,6 +26,7 @@ from typing import Any
 from replication.commands import add_topology_option
 from replication.functions_app import build_runner
 from replication.topology import NamespaceKind, Topology, load_topology
+from replication.transport.checkpoints import STORAGE_SETTING, checkpoint_store
 from replication.transport.receivers import (
     ReceiveStats,
     run_event_hub_source,
@@ -45,14 +49,24 @@ class LocalHost:
         self.stats: dict[str, ReceiveStats] = {}
 
     def start(self) -> LocalHost:
+        checkpoints = None
+        if any(
+            self.topology.namespace(t.source.namespace).kind is NamespaceKind.EVENTHUBS
+            for t in self.topology.tasks
+        ):
+            checkpoints = checkpoint_store(self._environ)
+            if checkpoints is None:
+                logger.warning(
+                    "no %s setting: Event Hubs positions are not checkpointed and a restart "
+                    "replays every partition from the beginning",
+                    STORAGE_SETTING,
+                )
         for task in self.topology.tasks:
             runner = build_runner(self.topology, task, self._factory)
             namespace = self.topology.namespace(task.source.namespace)
-            loop = (
-                run_event_hub_source
-                if namespace.kind is NamespaceKind.EVENTHUBS
-                else run_servicebus_source
-            )
+            loop: Any = run_servicebus_source
+            if namespace.kind is NamespaceKind.EVENTHUBS:
+                loop = functools.partial(run_event_hub_source, checkpoints=checkpoints)
             stats = self.stats[task.name] = ReceiveStats()
             thread = threading.Thread(
                 target=self._guard,

@@ -1,15 +1,21 @@
 """Shared fixtures. ``regions``: the local AMQP emulator serving two Service Bus regions with
 the entities of the two-region all-active example (plus queues for the semantics tests) and an
-Event Hubs namespace, started once per test session on free ports."""
+Event Hubs namespace, started once per test session on free ports. ``azurite``: Azurite's blob
+service, for Event Hubs checkpoints."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-emulator = pytest.importorskip("emulator", reason="the local emulator package is required")
+import emulator
 
 QUEUE_PROPERTIES = {"MaxDeliveryCount": 3, "LockDuration": "PT30S"}
 
@@ -81,3 +87,58 @@ def regions() -> Iterator[Any]:
     """The running emulator; ``regions.connection_string("weu")`` etc."""
     with emulator.run_emulator(CONFIG) as running:
         yield running
+
+
+# Azurite's documented development account (public, the same on every machine).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+AZURITE_BLOB = Path(__file__).resolve().parents[1] / "node_modules" / ".bin" / "azurite-blob"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Azurite's blob service (from npm, installed by ``./dev.sh test``) on a free port; yields
+    its connection string."""
+    if not AZURITE_BLOB.exists():
+        pytest.fail(f"{AZURITE_BLOB} is missing: run `npm ci` (./dev.sh test does)")
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            str(AZURITE_BLOB),
+            "--silent",
+            "--skipApiVersionCheck",
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(port),
+            "--location",
+            str(tmp_path_factory.mktemp("azurite")),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            break
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            stderr = process.stderr.read().decode() if process.stderr else ""
+            pytest.fail(f"Azurite did not start: {stderr}")
+        time.sleep(0.2)
+    try:
+        yield (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
+            f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+        )
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -46,7 +46,7 @@ class NamespaceAccess:
         return self.fully_qualified_namespace, self.credential
 
 
-def _token_credential(client_id: str | None) -> TokenCredential:
+def token_credential(client_id: str | None) -> TokenCredential:
     from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 
     if client_id:
@@ -58,7 +58,7 @@ def _secret_from_key_vault(vault_uri: str, secret_name: str, source: str) -> str
     from azure.core.exceptions import AzureError
     from azure.keyvault.secrets import SecretClient
 
-    client = SecretClient(vault_url=vault_uri, credential=_token_credential(None))
+    client = SecretClient(vault_url=vault_uri, credential=token_credential(None))
     try:
         value = client.get_secret(secret_name).value
     except AzureError as error:
@@ -89,7 +89,7 @@ def resolve_access(
     host = settings.get(f"{prefix}__fullyQualifiedNamespace") or namespace.fully_qualified_namespace
     return NamespaceAccess(
         fully_qualified_namespace=host,
-        credential=_token_credential(settings.get(f"{prefix}__clientId")),
+        credential=token_credential(settings.get(f"{prefix}__clientId")),
     )
 
 

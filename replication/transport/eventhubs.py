@@ -17,8 +17,9 @@ from ._common import body_bytes, decode_properties, sdk_properties, text
 _MESSAGE_PROPERTY_FIELDS = ("subject", "to", "reply_to")
 
 
-def envelope_from_event(event: EventData) -> Envelope:
-    """The envelope of an event received with the SDK."""
+def envelope_from_event(event: EventData, partition_id: str | None = None) -> Envelope:
+    """The envelope of an event received with the SDK from partition ``partition_id`` (the
+    receive callback's context knows it; the event itself does not)."""
     amqp_properties = event.raw_amqp_message.properties
     extra: dict[str, Any] = {}
     if amqp_properties is not None:
@@ -34,6 +35,7 @@ def envelope_from_event(event: EventData) -> Envelope:
         enqueued_time_utc=event.enqueued_time,
         sequence_number=event.sequence_number,
         offset=text(event.offset),
+        partition_id=partition_id,
         **extra,
     )
 

@@ -62,6 +62,7 @@ def envelopes_from_event_hub_batch(events: Sequence[func.EventHubEvent]) -> list
         metadata = event.metadata
         system = _entry(metadata, "SystemPropertiesArray", index)
         offset = event.offset if event.offset is not None else system.get("Offset")
+        partition = (metadata or {}).get("PartitionContext") or {}
         envelopes.append(
             Envelope(
                 body=event.get_body() or b"",
@@ -78,6 +79,7 @@ def envelopes_from_event_hub_batch(events: Sequence[func.EventHubEvent]) -> list
                 enqueued_time_utc=event.enqueued_time,
                 sequence_number=event.sequence_number,
                 offset=text(offset),
+                partition_id=text(partition.get("PartitionId")),
             )
         )
     return envelopes

@@ -10,8 +10,10 @@ with the SDKs, with the host's semantics:
   with the converter's reason (that is what the host does with messages it cannot bind).
 - Event Hubs: batches per partition; the in-memory position advances only after the runner
   returned, and a failing batch is retried with exponential backoff (5 s to 5 min), like the
-  retry policy of the Functions trigger. Positions are not persisted: a restarted local run
-  starts from the beginning (use the Functions host with a checkpoint store for more).
+  retry policy of the Functions trigger. Positions are checkpointed in blob storage when the
+  ``AzureWebJobsStorage`` setting names an account (Azurite locally; see
+  :mod:`replication.transport.checkpoints`); without it a restarted run starts from the
+  beginning of every partition.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from azure.eventhub import EventData, EventHubConsumerClient, PartitionContext
+from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 from azure.servicebus import ServiceBusReceivedMessage, ServiceBusSubQueue
 
 from replication.envelope import Envelope
@@ -127,24 +129,36 @@ def run_event_hub_source(
     *,
     environ: Mapping[str, str] | None = None,
     max_batch_size: int = 100,
+    checkpoints: CheckpointStore | None = None,
 ) -> None:
-    """Receive batches from every partition of an event hub until ``stop`` is set."""
+    """Receive batches from every partition of an event hub until ``stop`` is set.
+
+    With ``checkpoints``, each partition's position is saved after every batch the handler
+    accepted and a restart resumes there; without, every start reads from the beginning.
+    """
     consumer = event_hub_client(
         EventHubConsumerClient,
         namespace,
         source.entity,
         environ,
         consumer_group=source.consumer_group or "$Default",
+        checkpoint_store=checkpoints,
+        # Claim every partition at once: one local host owns them all, and the balanced
+        # strategy would take one partition per 30 s cycle.
+        load_balancing_strategy="greedy",
+        load_balancing_interval=5,
     )
 
     def on_batch(context: PartitionContext, events: list[EventData]) -> None:
         if not events:
             return
-        envelopes = [envelope_from_event(event) for event in events]
+        envelopes = [envelope_from_event(event, context.partition_id) for event in events]
         delay = RETRY_MIN_SECONDS
         while not stop.is_set():
             try:
                 handler(envelopes)
+                if checkpoints is not None:
+                    context.update_checkpoint(events[-1])
                 stats.record(len(envelopes))
                 return
             except ReplicationError as error:
@@ -174,9 +188,6 @@ def run_event_hub_source(
     worker.join(timeout=10)
 
 
-__all__ = ["ReceiveStats", "run_event_hub_source", "run_servicebus_source"]
-
-
 def drain_servicebus(
     namespace: NamespaceSpec,
     entity: str,
@@ -202,3 +213,6 @@ def drain_servicebus(
                     drained.append(envelope_from_received(message))
                     receiver.complete_message(message)
     return drained
+
+
+__all__ = ["ReceiveStats", "drain_servicebus", "run_event_hub_source", "run_servicebus_source"]

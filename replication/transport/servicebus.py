@@ -41,13 +41,25 @@ def envelope_from_received(message: ServiceBusReceivedMessage) -> Envelope:
     )
 
 
+def _offset_message_id(offset: str, partition_id: str | None) -> str:
+    """The MessageId of an event that has none: its position, ``PARTITION:OFFSET``.
+
+    The .NET replication library uses the bare offset, but offsets are positions within one
+    partition and repeat across partitions: with duplicate detection on the target, the
+    second partition's event at offset 0 would be dropped as a copy of the first's. The
+    partition-qualified position is just as stable across redeliveries and never collides.
+    The bare offset remains only where the partition is unknown.
+    """
+    return offset if partition_id is None else f"{partition_id}:{offset}"
+
+
 def replica_ids(envelope: Envelope) -> tuple[str | None, str | None, str | None]:
     """(message_id, session_id, partition_key) a Service Bus replica of ``envelope`` gets."""
     message_id = envelope.message_id
     session_id = envelope.session_id
     partition_key = envelope.partition_key
     if envelope.offset is not None:
-        message_id = message_id or envelope.offset
+        message_id = message_id or _offset_message_id(envelope.offset, envelope.partition_id)
         session_id = session_id or partition_key
     if session_id is not None and partition_key is not None and session_id != partition_key:
         # Service Bus requires both to be equal when both are set; the session wins, because it

@@ -17,6 +17,7 @@ from azure.functions import meta
 from azure.functions.eventhub import EventHubTriggerConverter
 from azure.functions.servicebus import ServiceBusMessageInConverter
 
+from replication.envelope import Envelope
 from replication.transport.eventhubs import to_event_data
 from replication.transport.functions import (
     envelopes_from_event_hub_batch,
@@ -150,6 +151,9 @@ def event_hub_batch() -> list[Any]:
         "SequenceNumberArray": _json([17, 18]),
         "OffsetArray": _json(["4096", "4160"]),
         "EnqueuedTimeUtcArray": _json([ENQUEUED, ENQUEUED]),
+        "PartitionContext": _json(
+            {"ConsumerGroup": "replication", "EventHubName": "devices", "PartitionId": "3"}
+        ),
     }
     data = meta.Datum(SimpleNamespace(bytes=[b"21.5", b"22.0"]), "collection_bytes")
     decoded = EventHubTriggerConverter.decode(data, trigger_metadata=metadata)
@@ -169,6 +173,7 @@ def test_event_hub_batch_reads_per_event_properties_from_trigger_metadata() -> N
     assert first.partition_key == "device-7"
     assert first.sequence_number == 17
     assert first.offset == "4096"
+    assert first.partition_id == second.partition_id == "3"
     assert first.enqueued_time_utc == datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
     assert dict(first.application_properties) == {"unit": "C", "repl-hops": 1}
     assert second.message_id is None
@@ -176,15 +181,25 @@ def test_event_hub_batch_reads_per_event_properties_from_trigger_metadata() -> N
     assert dict(second.application_properties) == {}
 
 
-def test_event_to_servicebus_uses_message_id_else_offset_and_partition_key_as_session() -> None:
+def test_event_to_servicebus_uses_message_id_else_position_and_partition_key_as_session() -> None:
     first, second = envelopes_from_event_hub_batch(event_hub_batch())
     message = to_servicebus_message(first)
     assert message.message_id == "evt-1"
     assert message.session_id == "device-7"
     assert message.partition_key == "device-7"
     fallback = to_servicebus_message(second)
-    assert fallback.message_id == "4160"
+    assert fallback.message_id == "3:4160"
     assert fallback.session_id is None
+
+
+def test_events_at_the_same_offset_of_different_partitions_get_different_message_ids() -> None:
+    """Offsets repeat across partitions; duplicate detection must not see copies in them."""
+    ids = {
+        to_servicebus_message(Envelope(body=b"x", offset="0", partition_id=p)).message_id
+        for p in ("0", "1")
+    }
+    assert ids == {"0:0", "1:0"}
+    assert to_servicebus_message(Envelope(body=b"x", offset="0")).message_id == "0"
 
 
 def test_event_envelope_to_event_data_keeps_properties_and_ids() -> None:

@@ -1,0 +1,79 @@
+"""A restarted local host resumes Event Hubs sources from their checkpoints in Azurite.
+
+The stream-to-queue task of ``examples/active-passive-and-stream.json`` reads the ``devices``
+hub (4 partitions) and writes to a Service Bus queue. The first run replicates five events;
+after a restart only the three events sent in between may be replicated, none of the first
+five again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from azure.eventhub import EventData, EventHubProducerClient
+from azure.storage.blob import ContainerClient
+
+import emulator
+from replication.local_run import LocalHost
+from replication.render.emulator_config import emulator_config
+from replication.topology import Topology, load_topology
+from replication.transport.checkpoints import DEFAULT_CONTAINER, STORAGE_SETTING
+from replication.transport.receivers import drain_servicebus
+
+pytestmark = pytest.mark.emulator
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "active-passive-and-stream.json"
+TASK = "devices-to-queue"
+
+
+@pytest.fixture
+def topology() -> Topology:
+    return load_topology(EXAMPLE)
+
+
+@pytest.fixture
+def settings(topology: Topology, azurite: str) -> Iterator[dict[str, str]]:
+    with emulator.run_emulator(emulator_config(topology)) as running:
+        settings = {n.connection: running.connection_string(n.name) for n in topology.namespaces}
+        yield {**settings, STORAGE_SETTING: azurite}
+
+
+def _send(settings: dict[str, str], ids: range) -> None:
+    with EventHubProducerClient.from_connection_string(
+        settings["EH_INGEST"], eventhub_name="devices"
+    ) as producer:
+        for index in ids:
+            batch = producer.create_batch(partition_key=f"device-{index}")
+            event = EventData(json.dumps({"n": index}))
+            event.properties = {"n": index}
+            batch.add(event)
+            producer.send_batch(batch)
+
+
+def _replicate(topology: Topology, settings: dict[str, str], expected: int) -> int:
+    with LocalHost(topology, settings) as host:
+        assert host.wait_until_idle(idle_seconds=3, timeout=120, at_least=expected)
+    messages: int = host.stats[TASK].messages
+    return messages
+
+
+def test_restart_resumes_from_checkpoints(topology: Topology, settings: dict[str, Any]) -> None:
+    _send(settings, range(5))
+    assert _replicate(topology, settings, expected=5) == 5
+    _send(settings, range(5, 8))
+    assert _replicate(topology, settings, expected=3) == 3
+
+    standby = topology.namespace("standby")
+    received = drain_servicebus(standby, "device-events", environ=settings)
+    assert sorted(json.loads(e.body)["n"] for e in received) == list(range(8))
+    container = ContainerClient.from_connection_string(
+        settings[STORAGE_SETTING], DEFAULT_CONTAINER, api_version="2019-07-07"
+    )
+    with container:
+        checkpoints = [b.name for b in container.list_blobs() if "/checkpoint/" in b.name]
+    assert len(checkpoints) >= 1
+    assert all("/devices/replication/checkpoint/" in name for name in checkpoints)

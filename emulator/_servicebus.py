@@ -8,6 +8,7 @@ expiry and TTL are checked on every sweep of the server loop.
 from __future__ import annotations
 
 import dataclasses
+import math
 import itertools
 import time
 import uuid
@@ -143,6 +144,10 @@ class Receivable:
         self.locked: dict[uuid.UUID, Stored] = {}
         self.deferred: dict[int, Stored] = {}
         self._seen: dict[str, float] = {}
+        # No message expires and no lock runs out before these: sweeps are O(1) until then
+        # (lower bounds, tightened on every full pass).
+        self._next_expiry = math.inf
+        self._next_lock_expiry = math.inf
         self.dead_letter: Receivable | None = None
         if not is_dlq:
             self.dead_letter = Receivable(f"{path}/$DeadLetterQueue", settings, broker, is_dlq=True)
@@ -162,13 +167,16 @@ class Receivable:
         annotations = message.annotations or {}
         scheduled = annotations.get(_SCHEDULED)
         available_at = max(now, int(scheduled) / 1000) if scheduled else now
+        # A dead-lettered message does not expire again in the dead-letter queue.
+        expires_at = None if self.is_dlq or not ttl else available_at + ttl
+        if expires_at is not None:
+            self._next_expiry = min(self._next_expiry, expires_at)
         self.available.append(
             Stored(
                 message=message,
                 sequence_number=next(self.broker.sequence),
                 enqueued_time=now,
-                # A dead-lettered message does not expire again in the dead-letter queue.
-                expires_at=None if self.is_dlq or not ttl else available_at + ttl,
+                expires_at=expires_at,
                 available_at=available_at,
             )
         )
@@ -199,11 +207,15 @@ class Receivable:
     # -------------------------------------------------------------- receive
     def sweep(self, now: float) -> None:
         """Return expired locks, expire messages past their TTL."""
-        for token, stored in list(self.locked.items()):
-            if stored.locked_until <= now:
-                del self.locked[token]
-                self._release(stored, counted=True, now=now)
-        if any(s.expires_at is not None and s.expires_at <= now for s in self.available):
+        if now >= self._next_lock_expiry:
+            for token, stored in list(self.locked.items()):
+                if stored.locked_until <= now:
+                    del self.locked[token]
+                    self._release(stored, counted=True, now=now)
+            self._next_lock_expiry = min(
+                (stored.locked_until for stored in self.locked.values()), default=math.inf
+            )
+        if now >= self._next_expiry:
             keep: deque[Stored] = deque()
             for stored in self.available:
                 if stored.expires_at is not None and stored.expires_at <= now:
@@ -211,6 +223,9 @@ class Receivable:
                 else:
                     keep.append(stored)
             self.available = keep
+            self._next_expiry = min(
+                (s.expires_at for s in keep if s.expires_at is not None), default=math.inf
+            )
 
     def _expire(self, stored: Stored, now: float) -> None:
         if self.settings.dead_lettering_on_expiration and self.dead_letter is not None:
@@ -228,6 +243,7 @@ class Receivable:
             if lock:
                 stored.lock_token = uuid.uuid4()
                 stored.locked_until = now + self.settings.lock_duration
+                self._next_lock_expiry = min(self._next_lock_expiry, stored.locked_until)
                 self.locked[stored.lock_token] = stored
             return stored
         return None

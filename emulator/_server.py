@@ -28,12 +28,12 @@ from proton import (
     Message,
     Transport,
     symbol,
-    timestamp,
 )
 
 from ._codec import message_sections as _sections
 from ._eventhubs import EventHubsBroker
 from ._frames import FramePadder
+from ._management import OPERATIONS
 from ._servicebus import Broker
 
 logger = logging.getLogger(__name__)
@@ -392,10 +392,9 @@ class _Session:
         elif isinstance(self.server.broker, EventHubsBroker):
             status_key = "status-code"
             status, body = self.read_event_hub(properties)
-        elif operation == "com.microsoft:renew-lock":
-            status, body = self.renew_locks(address, request.body)
-        elif operation == "com.microsoft:peek-message":
-            status, body = self.peek(address, request.body)
+        elif operation in OPERATIONS:
+            entity = address.rsplit("/$management", 1)[0]
+            status, body = OPERATIONS[operation](self.server.broker, entity, request.body)
         else:
             status, body = 400, None
             reply.properties = {"statusDescription": f"operation {operation} not supported"}
@@ -422,32 +421,6 @@ class _Session:
                 return 404, None
             return 200, hub.partitions[int(partition)].properties(hub.name)
         return 200, hub.properties()
-
-    def _entity(self, address: str) -> Any:
-        return self.server.broker.receivable(address.rsplit("/$management", 1)[0])
-
-    def renew_locks(self, address: str, body: Any) -> tuple[int, Any]:
-        entity = self._entity(address)
-        tokens = _elements((body or {}).get("lock-tokens"))
-        now = self.server.broker.clock()
-        expirations = []
-        for token in tokens:
-            until = entity.renew(uuid.UUID(str(token)), now) if entity is not None else None
-            if until is None:
-                return 410, None
-            expirations.append(timestamp(int(until * 1000)))
-        return 200, {"expirations": expirations}
-
-    def peek(self, address: str, body: Any) -> tuple[int, Any]:
-        entity = self._entity(address)
-        if entity is None:
-            return 404, None
-        start = int((body or {}).get("from-sequence-number", 0))
-        count = int((body or {}).get("message-count", 1))
-        found = entity.peek(start, count)
-        if not found:
-            return 204, None
-        return 200, {"messages": [{"message": s.outgoing_bytes()} for s in found]}
 
 
 def _error(condition: str, description: str) -> Condition:
@@ -476,12 +449,6 @@ def _selector(filter_data: Any) -> str | None:
         if isinstance(described, str) and "amqp.annotation" in described:
             return described
     return None
-
-
-def _elements(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(getattr(value, "elements", value))
 
 
 def _text(value: Any) -> str:

@@ -8,8 +8,8 @@ expiry and TTL are checked on every sweep of the server loop.
 from __future__ import annotations
 
 import dataclasses
-import math
 import itertools
+import math
 import time
 import uuid
 from collections import deque
@@ -153,15 +153,16 @@ class Receivable:
             self.dead_letter = Receivable(f"{path}/$DeadLetterQueue", settings, broker, is_dlq=True)
 
     # -------------------------------------------------------------- enqueue
-    def enqueue(self, message: Message, *, now: float) -> None:
+    def enqueue(self, message: Message, *, now: float) -> list[Placement]:
+        """Store ``message``; where it landed (nothing for a duplicate, the target's placements
+        when the entity forwards)."""
         if self.settings.forward_to and not self.is_dlq:
-            self.broker.send(self.settings.forward_to, message, now=now)
-            return
+            return self.broker.place(self.settings.forward_to, message, now=now)
         if self.settings.requires_duplicate_detection and message.id is not None:
             key = str(message.id)
             seen = self._seen.get(key)
             if seen is not None and now - seen < self.settings.duplicate_window:
-                return
+                return []
             self._seen[key] = now
         ttl = message.ttl or self.settings.default_ttl
         annotations = message.annotations or {}
@@ -171,15 +172,36 @@ class Receivable:
         expires_at = None if self.is_dlq or not ttl else available_at + ttl
         if expires_at is not None:
             self._next_expiry = min(self._next_expiry, expires_at)
-        self.available.append(
-            Stored(
-                message=message,
-                sequence_number=next(self.broker.sequence),
-                enqueued_time=now,
-                expires_at=expires_at,
-                available_at=available_at,
-            )
+        stored = Stored(
+            message=message,
+            sequence_number=next(self.broker.sequence),
+            enqueued_time=now,
+            expires_at=expires_at,
+            available_at=available_at,
         )
+        self.available.append(stored)
+        return [(self, stored)]
+
+    def cancel_scheduled(self, stored: Stored, now: float) -> None:
+        """Drop ``stored`` if it is still waiting for its scheduled time."""
+        if stored.available_at > now and stored in self.available:
+            self.available.remove(stored)
+
+    def lock_deferred(self, sequence_numbers: list[int], now: float, *, lock: bool) -> list[Stored]:
+        """The deferred messages with these sequence numbers, locked (or removed when
+        ``lock`` is False, receive-and-delete). Unknown numbers are skipped."""
+        found = []
+        for number in sequence_numbers:
+            stored = self.deferred.pop(number, None)
+            if stored is None:
+                continue
+            if lock:
+                stored.lock_token = uuid.uuid4()
+                stored.locked_until = now + self.settings.lock_duration
+                self._next_lock_expiry = min(self._next_lock_expiry, stored.locked_until)
+                self.locked[stored.lock_token] = stored
+            found.append(stored)
+        return found
 
     def dead_letter_message(
         self, stored: Stored, reason: str, description: str, now: float
@@ -261,6 +283,9 @@ class Receivable:
                     now,
                 )
                 return
+        if stored.deferred:  # an abandoned or expired lock on a deferred message keeps it so
+            self.deferred[stored.sequence_number] = stored
+            return
         self.available.appendleft(stored)
 
     def settle(self, token: uuid.UUID, outcome: str, now: float, **info: Any) -> bool:
@@ -299,6 +324,10 @@ class Receivable:
         return [s for s in everything if s.sequence_number >= from_sequence][:count]
 
 
+Placement = tuple["Receivable", Stored]
+"""Where one copy of a sent message landed."""
+
+
 @dataclasses.dataclass
 class Rule:
     name: str
@@ -319,18 +348,20 @@ class Topic:
         self.subscriptions: dict[str, Subscription] = {}
         self._seen: dict[str, float] = {}
 
-    def publish(self, message: Message, now: float) -> None:
+    def publish(self, message: Message, now: float) -> list[Placement]:
         if self.settings.requires_duplicate_detection and message.id is not None:
             key = str(message.id)
             seen = self._seen.get(key)
             if seen is not None and now - seen < self.settings.duplicate_window:
-                return
+                return []
             self._seen[key] = now
         envelope = envelope_of(message)
+        placements: list[Placement] = []
         for subscription in self.subscriptions.values():
             copy = self._select(subscription, message, envelope, now)
             if copy is not None:
-                subscription.enqueue(copy, now=now)
+                placements += subscription.enqueue(copy, now=now)
+        return placements
 
     @staticmethod
     def _select(
@@ -383,6 +414,7 @@ class Broker:
         self.sequence = itertools.count(1)
         self.queues: dict[str, Receivable] = {}
         self.topics: dict[str, Topic] = {}
+        self._scheduled: dict[int, list[Placement]] = {}
 
     def add_queue(self, name: str, settings: EntitySettings) -> None:
         self.queues[name.lower()] = Receivable(name, settings, self)
@@ -393,15 +425,34 @@ class Broker:
 
     def send(self, entity: str, message: Message, *, now: float | None = None) -> bool:
         """Enqueue into a queue or publish to a topic; False for an unknown entity."""
+        if not self.is_sendable(entity):
+            return False
+        self.place(entity, message, now=now)
+        return True
+
+    def place(self, entity: str, message: Message, *, now: float | None = None) -> list[Placement]:
+        """Send ``message`` and say where its copies landed (none for an unknown entity)."""
         now = self.clock() if now is None else now
         key = entity.strip("/").lower()
         if key in self.queues:
-            self.queues[key].enqueue(message, now=now)
-            return True
+            return self.queues[key].enqueue(message, now=now)
         if key in self.topics:
-            self.topics[key].publish(message, now)
-            return True
-        return False
+            return self.topics[key].publish(message, now)
+        return []
+
+    def schedule(self, entity: str, message: Message) -> int:
+        """Send a message that carries its scheduled enqueue time; the sequence number that
+        :meth:`cancel` takes."""
+        placements = self.place(entity, message)
+        number = placements[0][1].sequence_number if placements else next(self.sequence)
+        self._scheduled[number] = placements
+        return number
+
+    def cancel(self, sequence_number: int) -> None:
+        """Cancel a scheduled message (and its copies in a topic's subscriptions)."""
+        now = self.clock()
+        for receivable, stored in self._scheduled.pop(sequence_number, []):
+            receivable.cancel_scheduled(stored, now)
 
     def receivable(self, path: str) -> Receivable | None:
         """The queue, subscription or dead-letter queue at ``path`` (case-insensitive)."""

@@ -47,6 +47,8 @@ def region(name: str) -> dict[str, Any]:
             {"Name": "short-lived", "Properties": {"DeadLetteringOnMessageExpiration": True}},
             {"Name": "deduplicated", "Properties": {"RequiresDuplicateDetection": True}},
             {"Name": "locks", "Properties": {"LockDuration": "PT5S"}},
+            {"Name": "scheduled", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "deferred", "Properties": dict(QUEUE_PROPERTIES)},
         ],
         "Topics": [
             {

@@ -222,3 +222,43 @@ def test_event_hub_start_positions(regions: Any) -> None:
     since = datetime.now(UTC) - timedelta(minutes=5)
     by_time = read_events(connection, mine, partition_id="1", starting_position=since)
     assert [e.body_as_str() for e in by_time] == ["pos-0", "pos-1", "pos-2"]
+
+
+def test_scheduled_messages_appear_at_their_time_and_cancelled_ones_never(client: Any) -> None:
+    at = datetime.now(UTC) + timedelta(seconds=5)
+    with client.get_queue_sender("scheduled") as sender:
+        kept, cancelled = sender.schedule_messages(
+            [ServiceBusMessage(b"kept"), ServiceBusMessage(b"cancelled")], at
+        )
+        sender.cancel_scheduled_messages(cancelled)
+        sender.send_messages(ServiceBusMessage(b"now"))
+    assert kept < cancelled
+    with client.get_queue_receiver("scheduled", max_wait_time=1) as receiver:
+        peeked = receiver.peek_messages(max_message_count=10)
+        early = receiver.receive_messages(max_message_count=10, max_wait_time=1)
+        for message in early:
+            receiver.complete_message(message)
+    assert [str(m) for m in peeked] == ["kept", "now"]
+    assert [str(m) for m in early] == ["now"]
+    time.sleep(max(0.0, (at - datetime.now(UTC)).total_seconds()) + 0.5)
+    (late,) = _drain(client, "scheduled")
+    assert (str(late), late.sequence_number) == ("kept", kept)
+    assert late.scheduled_enqueue_time_utc == at.replace(microsecond=at.microsecond // 1000 * 1000)
+
+
+def test_deferred_messages_are_received_by_sequence_number_and_settled(client: Any) -> None:
+    with client.get_queue_sender("deferred") as sender:
+        sender.send_messages([ServiceBusMessage(b"later-1"), ServiceBusMessage(b"later-2")])
+    with client.get_queue_receiver("deferred", max_wait_time=3) as receiver:
+        batch = receiver.receive_messages(max_message_count=2, max_wait_time=3)
+        numbers = [message.sequence_number for message in batch]
+        for message in batch:
+            receiver.defer_message(message)
+        assert receiver.receive_messages(max_message_count=1, max_wait_time=1) == []
+        first, second = receiver.receive_deferred_messages(numbers)
+        assert [str(first), str(second)] == ["later-1", "later-2"]
+        receiver.complete_message(first)
+        receiver.dead_letter_message(second, reason="Stale", error_description="too late")
+        assert receiver.receive_deferred_messages(numbers) == []
+    (dead,) = _drain(client, "deferred", dead_letter=True)
+    assert (str(dead), dead.dead_letter_reason) == ("later-2", "Stale")

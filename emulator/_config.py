@@ -39,6 +39,12 @@ def duration(value: Any, where: str) -> float:
 
 
 def _settings(properties: dict[str, Any], where: str) -> EntitySettings:
+    if properties.get("RequiresSession"):
+        raise ConfigurationError(
+            "sessions are not supported by this emulator (see emulator/README.md); "
+            "use Microsoft's Service Bus emulator (infra/local/docker-compose.yml) for them",
+            location=f"{where}.RequiresSession",
+        )
     settings = EntitySettings()
     if "MaxDeliveryCount" in properties:
         settings.max_delivery_count = int(properties["MaxDeliveryCount"])
@@ -114,7 +120,28 @@ def build_broker(namespace: dict[str, Any], where: str) -> Broker:
                 broker,
                 _rules(subscription.get("Rules") or [], sub_here),
             )
+    _check_forwarding(namespace, broker, where)
     return broker
+
+
+def _check_forwarding(namespace: dict[str, Any], broker: Broker, where: str) -> None:
+    """Every ForwardTo / ForwardDeadLetteredMessagesTo names a queue or topic of this
+    namespace: a message forwarded to nowhere would vanish."""
+    entries: list[tuple[str, dict[str, Any]]] = [
+        (f"{where}.Queues[{i}]", queue) for i, queue in enumerate(namespace.get("Queues") or [])
+    ]
+    for t, topic in enumerate(namespace.get("Topics") or []):
+        for s, subscription in enumerate(topic.get("Subscriptions") or []):
+            entries.append((f"{where}.Topics[{t}].Subscriptions[{s}]", subscription))
+    for here, entry in entries:
+        properties = entry.get("Properties") or {}
+        for key in ("ForwardTo", "ForwardDeadLetteredMessagesTo"):
+            target = properties.get(key)
+            if target and not broker.is_sendable(str(target)):
+                raise ConfigurationError(
+                    f"{key} names {target!r}, which is no queue or topic of this namespace",
+                    location=f"{here}.Properties.{key}",
+                )
 
 
 def _name(entry: dict[str, Any], where: str) -> str:

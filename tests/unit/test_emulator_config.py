@@ -1,0 +1,95 @@
+"""Emulator configuration errors: one error naming the entry, before anything listens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from emulator import run_emulator
+from replication.exceptions import ConfigurationError
+
+
+def _namespace(**entities: Any) -> dict[str, Any]:
+    return {"UserConfig": {"Namespaces": [{"Name": "ns", **entities}]}}
+
+
+CASES = {
+    "bad duration": (
+        _namespace(Queues=[{"Name": "q", "Properties": {"LockDuration": "30s"}}]),
+        "UserConfig.Namespaces[0].Queues[0].LockDuration",
+    ),
+    "sessions": (
+        _namespace(Queues=[{"Name": "q", "Properties": {"RequiresSession": True}}]),
+        "UserConfig.Namespaces[0].Queues[0].RequiresSession",
+    ),
+    "forward to nowhere": (
+        _namespace(Queues=[{"Name": "q", "Properties": {"ForwardTo": "missing"}}]),
+        "UserConfig.Namespaces[0].Queues[0].Properties.ForwardTo",
+    ),
+    "dead letters forwarded to nowhere": (
+        _namespace(
+            Topics=[
+                {
+                    "Name": "t",
+                    "Subscriptions": [
+                        {"Name": "s", "Properties": {"ForwardDeadLetteredMessagesTo": "gone"}}
+                    ],
+                }
+            ]
+        ),
+        "UserConfig.Namespaces[0].Topics[0].Subscriptions[0].Properties."
+        "ForwardDeadLetteredMessagesTo",
+    ),
+    "bad rule": (
+        _namespace(
+            Topics=[
+                {
+                    "Name": "t",
+                    "Subscriptions": [
+                        {
+                            "Name": "s",
+                            "Rules": [
+                                {"Name": "r", "Properties": {"SqlFilter": {"SqlExpression": "a ="}}}
+                            ],
+                        }
+                    ],
+                }
+            ]
+        ),
+        "UserConfig.Namespaces[0].Topics[0].Subscriptions[0].Rules[0]",
+    ),
+    "duplicate namespace": (
+        {"UserConfig": {"Namespaces": [{"Name": "a"}, {"Name": "A"}]}},
+        "UserConfig.Namespaces[1]",
+    ),
+    "partition count": (
+        {
+            "UserConfig": {
+                "NamespaceConfig": [
+                    {"Name": "eh", "Entities": [{"Name": "h", "PartitionCount": 0}]}
+                ]
+            }
+        },
+        "UserConfig.NamespaceConfig[0].Entities[0]",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_invalid_config_names_the_entry(case: str) -> None:
+    config, location = CASES[case]
+    with pytest.raises(ConfigurationError) as raised, run_emulator(config):
+        pass
+    assert raised.value.location == location
+
+
+def test_forwarding_within_the_namespace_is_accepted() -> None:
+    config = _namespace(
+        Queues=[
+            {"Name": "in", "Properties": {"ForwardTo": "out"}},
+            {"Name": "out"},
+        ]
+    )
+    with run_emulator(config) as running:
+        assert running.namespaces == ["ns"]

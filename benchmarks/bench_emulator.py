@@ -3,9 +3,10 @@
 Run: ``.venv/bin/python benchmarks/bench_emulator.py [--messages N] [--batch B] [--repeat R]``.
 
 Figures, best of R runs each, all in one run so their ratios are comparable on a shared
-machine. The SDK figures are measured twice: with the emulator in its own process
-(``python -m emulator``, as users run it) and in a thread of the benchmark's process (as the
-tests run it, where emulator and SDK share one GIL):
+machine. The SDK figures are measured three times: with the emulator in its own process
+(``python -m emulator``, as users run it), the same with ``--data-dir`` (a snapshot saved before
+each send is acknowledged), and in a thread of the benchmark's process (as the tests run it,
+where emulator and SDK share one GIL):
 
 - ``sdk send``: ``ServiceBusSender.send_messages`` with lists of B messages;
 - ``sdk receive+complete``: ``receive_messages(max_message_count=B)`` then
@@ -82,12 +83,13 @@ def broker_round(messages: int) -> float:
 
 
 @contextlib.contextmanager
-def emulator_process() -> Iterator[str]:
+def emulator_process(data_dir: str | None = None) -> Iterator[str]:
     """``python -m emulator`` in a child process; yields the namespace's connection string."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as config:
         json.dump({"UserConfig": {"Namespaces": [NAMESPACE]}}, config)
+    persistence = ["--data-dir", data_dir] if data_dir else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "--config", config.name],
+        [sys.executable, "-m", "emulator", "--config", config.name, *persistence],
         cwd=Path(__file__).resolve().parents[1],
         stdout=subprocess.PIPE,
         text=True,
@@ -119,15 +121,19 @@ def main() -> int:
     n = args.messages
     timings: dict[str, tuple[list[float], list[float]]] = {
         "own process": ([], []),
+        "own process, --data-dir": ([], []),
         "in-process thread": ([], []),
     }
     brokers = []
     with (
+        tempfile.TemporaryDirectory() as data_dir,
         emulator_process() as separate,
+        emulator_process(data_dir) as durable,
         run_emulator({"UserConfig": {"Namespaces": [NAMESPACE]}}) as running,
     ):
         connections = {
             "own process": separate,
+            "own process, --data-dir": durable,
             "in-process thread": running.connection_string("bench"),
         }
         for _ in range(args.repeat):

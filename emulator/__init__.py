@@ -9,6 +9,7 @@ See emulator/README.md for what is supported.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,10 @@ from typing import Any
 from replication.exceptions import ConfigurationError
 
 from ._config import eventhubs_namespaces, load_config, servicebus_namespaces
+from ._persistence import Persistence
 from ._server import EmulatorLoop, NamespaceServer
+
+logger = logging.getLogger(__name__)
 
 
 class RunningEmulator:
@@ -39,9 +43,16 @@ class RunningEmulator:
 
 @contextlib.contextmanager
 def run_emulator(
-    config: str | Path | dict[str, Any], *, host: str = "127.0.0.1"
+    config: str | Path | dict[str, Any],
+    *,
+    host: str = "127.0.0.1",
+    data_dir: str | Path | None = None,
 ) -> Iterator[RunningEmulator]:
-    """Serve every namespace of ``config`` in a background thread until the block exits."""
+    """Serve every namespace of ``config`` in a background thread until the block exits.
+
+    With ``data_dir``, each namespace's messages and events are restored from and saved to
+    ``data_dir/<namespace>.json`` (see ``emulator._persistence`` for what survives a crash).
+    """
     document = load_config(config)
     try:
         namespaces = [*servicebus_namespaces(document), *eventhubs_namespaces(document)]
@@ -51,6 +62,14 @@ def run_emulator(
                 error.detail, source=str(config), location=error.location
             ) from None
         raise
+    persistence: dict[str, Persistence] = {}
+    if data_dir is not None:
+        directory = Path(data_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, broker, _ in namespaces:
+            persistence[name] = Persistence(directory, name, broker)
+            if persistence[name].load():
+                logger.info("namespace %s restored from %s", name, persistence[name].path)
     servers: list[NamespaceServer] = []
     try:
         for name, broker, port in namespaces:
@@ -64,6 +83,8 @@ def run_emulator(
         for server in servers:  # nothing half-started: a taken port frees the others
             server.listener.close()
         raise
+    for server in servers:
+        server.persistence = persistence.get(server.name)
     loop = EmulatorLoop(servers)
     thread = threading.Thread(target=loop.run, name="emulator", daemon=True)
     thread.start()

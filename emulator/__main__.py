@@ -49,6 +49,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1; anything else exposes unauthenticated AMQP)",
     )
+    parser.add_argument(
+        "--data-dir",
+        help="keep messages and events across restarts in DIR/<namespace>.json (default: memory)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every connection and link")
     return parser.parse_args(argv)
 
@@ -67,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = args.config
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        with run_emulator(config, host=args.host) as running:
+        with run_emulator(config, host=args.host, data_dir=args.data_dir) as running:
             for name in running.namespaces:
                 connection = running.connection_string(name)
                 if name in settings:

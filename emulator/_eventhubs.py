@@ -47,12 +47,12 @@ class Partition:
     def __init__(self, partition_id: str) -> None:
         self.id = partition_id
         self.events: list[Event] = []
-        self._next_offset = 0
+        self.next_offset = 0
 
     def append(self, message: Message, partition_key: str | None, now: float) -> None:
         sequence = len(self.events)
-        self.events.append(Event(message, sequence, self._next_offset, now, partition_key))
-        self._next_offset += len(message.encode())
+        self.events.append(Event(message, sequence, self.next_offset, now, partition_key))
+        self.next_offset += len(message.encode())
 
     def start_index(self, selector: str | None) -> int:
         """Index of the first event a consumer with this start-position filter receives."""

@@ -153,3 +153,8 @@ OPERATIONS: dict[str, Callable[[Broker, str, Any], Reply]] = {
     "com.microsoft:update-disposition": update_disposition,
 }
 """The supported operations; anything else gets 400 with a description naming it."""
+
+SENDING_OPERATIONS = frozenset(
+    {"com.microsoft:schedule-message", "com.microsoft:cancel-scheduled-message"}
+)
+"""Operations that store or remove messages: saved before the reply, like sends."""

@@ -33,7 +33,8 @@ from proton import (
 from ._codec import message_sections as _sections
 from ._eventhubs import EventHubsBroker
 from ._frames import FramePadder
-from ._management import OPERATIONS
+from ._management import OPERATIONS, SENDING_OPERATIONS
+from ._persistence import Persistence
 from ._servicebus import Broker
 
 logger = logging.getLogger(__name__)
@@ -143,6 +144,8 @@ class _Session:
             self.transport.close_tail()
             self.transport.close_head()
         self.pump_all()
+        # Acknowledgements of sends are in the outgoing frames: save before they leave.
+        self.server.persist(durable_only=True)
         self.flush()
 
     def handle(self, event: Event) -> None:
@@ -255,6 +258,7 @@ class _Session:
         elif isinstance(self.server.broker, EventHubsBroker):
             self.publish_events(address, data)
             delivery.update(Delivery.ACCEPTED)
+            self.server.unsaved_sends = True
         else:
             now = self.server.broker.clock()
             for encoded in split_batch(data):
@@ -262,6 +266,7 @@ class _Session:
                 message.decode(encoded)
                 self.server.broker.send(address, message, now=now)
             delivery.update(Delivery.ACCEPTED)
+            self.server.unsaved_sends = True
         delivery.settle()
         if link.credit < BATCH_CREDIT // 2:
             link.flow(BATCH_CREDIT - link.credit)
@@ -395,6 +400,8 @@ class _Session:
         elif operation in OPERATIONS:
             entity = address.rsplit("/$management", 1)[0]
             status, body = OPERATIONS[operation](self.server.broker, entity, request.body)
+            if operation in SENDING_OPERATIONS:
+                self.server.unsaved_sends = True
         else:
             status, body = 400, None
             reply.properties = {"statusDescription": f"operation {operation} not supported"}
@@ -471,6 +478,19 @@ class NamespaceServer:
         self.port: int = self.listener.getsockname()[1]
         self.sessions: dict[socket.socket, _Session] = {}
         self.loop: EmulatorLoop | None = None
+        self.persistence: Persistence | None = None
+        self.unsaved_sends = False
+
+    def persist(self, *, durable_only: bool = False) -> None:
+        """Save the namespace if it has a data directory: always after sends that are about
+        to be acknowledged; other changes at most once a second (``durable_only=False``)."""
+        if self.persistence is None:
+            return
+        if self.unsaved_sends:
+            self.persistence.save_now()
+            self.unsaved_sends = False
+        elif not durable_only:
+            self.persistence.tick()
 
     def entity_path(self, address: str) -> str:
         """``amqps://host:port/queue`` or ``queue`` -> ``queue``."""
@@ -535,6 +555,8 @@ class EmulatorLoop:
                     target.accept(self.selector)
                     continue
                 try:
+                    if target.server.persistence is not None:
+                        target.server.persistence.touch()
                     target.readable()
                 except Exception:
                     # One peer's bad bytes cost that peer its connection, nobody else theirs.
@@ -546,6 +568,7 @@ class EmulatorLoop:
                 last_sweep = now
                 for server in self.servers:
                     server.broker.sweep()
+                    server.persist()
                     for session in list(server.sessions.values()):
                         session.transport.tick(now)
                         session.pump_all()
@@ -554,4 +577,6 @@ class EmulatorLoop:
             for session in list(server.sessions.values()):
                 session.close()
             server.listener.close()
+            if server.persistence is not None:
+                server.persistence.save_now()
         self.selector.close()

@@ -182,6 +182,15 @@ class Receivable:
         self.available.append(stored)
         return [(self, stored)]
 
+    def restore(self, stored: Stored) -> None:
+        """Put back a message saved by ``--data-dir`` (unlocked, see emulator._persistence)."""
+        if stored.deferred:
+            self.deferred[stored.sequence_number] = stored
+            return
+        if stored.expires_at is not None:
+            self._next_expiry = min(self._next_expiry, stored.expires_at)
+        self.available.append(stored)
+
     def cancel_scheduled(self, stored: Stored, now: float) -> None:
         """Drop ``stored`` if it is still waiting for its scheduled time."""
         if stored.available_at > now and stored in self.available:

@@ -124,7 +124,9 @@ class _Session:
             except OSError:
                 self.close()
                 return
-        if self.transport.closed or pending < 0:
+        # Done when the engine closed, or it stopped reading (the peer hung up or sent bytes it
+        # rejected) and everything it had to say, its error included, has been written.
+        if self.transport.closed or pending < 0 or self.transport.capacity() < 0:
             self.close()
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -262,3 +263,25 @@ def test_deferred_messages_are_received_by_sequence_number_and_settled(client: A
         assert receiver.receive_deferred_messages(numbers) == []
     (dead,) = _drain(client, "deferred", dead_letter=True)
     assert (str(dead), dead.dead_letter_reason) == ("later-2", "Stale")
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"GET / HTTP/1.1\r\n\r\n",  # not AMQP at all
+        b"AMQP\x03\x01\x00\x00"
+        + b"\x00\x00\x00\x10\x02\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff",
+    ],
+    ids=["not-amqp", "bad-frame-after-sasl-header"],
+)
+def test_malformed_bytes_close_that_connection_only(
+    regions: Any, client: Any, garbage: bytes
+) -> None:
+    with socket.create_connection(("127.0.0.1", regions.port("weu")), timeout=10) as raw:
+        raw.sendall(garbage)
+        received = b""
+        while chunk := raw.recv(4096):  # the server answers (or not), then closes
+            received += chunk
+    with client.get_queue_sender("roundtrip-in") as sender:
+        sender.send_messages(ServiceBusMessage(b"after-garbage"))
+    assert [str(m) for m in _drain(client, "roundtrip-in")] == ["after-garbage"]

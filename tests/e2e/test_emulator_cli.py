@@ -27,6 +27,17 @@ def _start(*args: str) -> subprocess.Popen[str]:
     )
 
 
+def run_to_exit(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m emulator ARGS`` expected to exit on its own (errors), with its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "emulator", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_prints_connection_strings_serves_them_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     config = tmp_path / "Config.json"
     config.write_text(
@@ -74,13 +85,7 @@ def test_bad_config_names_file_and_entry_and_starts_nothing(tmp_path: Path) -> N
         {"Name": "bad", "Queues": [{"Name": "q", "Properties": {"LockDuration": "5 minutes"}}]},
     ]
     config.write_text(json.dumps({"UserConfig": {"Namespaces": namespaces}}))
-    result = subprocess.run(
-        [sys.executable, "-m", "emulator", "--config", str(config)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_to_exit("--config", str(config))
     assert result.returncode == 2
     assert result.stdout == ""
     assert str(config) in result.stderr
@@ -95,13 +100,7 @@ def test_a_taken_port_fails_cleanly(tmp_path: Path) -> None:
         config = tmp_path / "Config.json"
         namespaces = [{"Name": "first"}, {"Name": "second", "Port": port}]
         config.write_text(json.dumps({"UserConfig": {"Namespaces": namespaces}}))
-        result = subprocess.run(
-            [sys.executable, "-m", "emulator", "--config", str(config)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = run_to_exit("--config", str(config))
     assert result.returncode == 1
     assert f"cannot listen: namespace 'second' on 127.0.0.1:{port}" in result.stderr
     assert result.stdout == ""

@@ -18,6 +18,7 @@ import pytest
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
+from tests.e2e.test_emulator_cli import run_to_exit
 from tests.e2e.test_sdk_roundtrip import read_events
 
 pytestmark = pytest.mark.emulator
@@ -148,12 +149,6 @@ def test_clean_stop_keeps_settlements_and_loses_only_locks(emulator: Emulator) -
 def test_an_unreadable_snapshot_is_a_clear_error(emulator: Emulator) -> None:
     emulator.data.mkdir()
     (emulator.data / "sb.json").write_text("{not json")
-    result = subprocess.run(
-        _command(emulator.config, emulator.data),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_to_exit("--config", str(emulator.config), "--data-dir", str(emulator.data))
     assert result.returncode == 2
     assert f"{emulator.data / 'sb.json'}: unreadable snapshot" in result.stderr

@@ -122,12 +122,45 @@ class EventHub:
         }
 
 
+class PartitionOwners:
+    """Owner levels ("epochs") of the receivers of each partition and consumer group.
+
+    As in Event Hubs: a receiver with an owner level disconnects every receiver of the same
+    partition and group whose level is lower or equal and every receiver without one; a
+    receiver whose level is lower than the highest present, or that has none while a level is
+    present, is refused.
+    """
+
+    def __init__(self) -> None:
+        self._holders: dict[tuple[str, str, str], list[tuple[int | None, Any]]] = {}
+
+    def claim(
+        self,
+        key: tuple[str, str, str],
+        level: int | None,
+        receiver: Any,
+        alive: Callable[[Any], bool],
+    ) -> tuple[bool, list[Any]]:
+        """(accepted, receivers to disconnect) for a new ``receiver`` at ``level``."""
+        holders = [(held, other) for held, other in self._holders.get(key, []) if alive(other)]
+        top = max((held for held, _ in holders if held is not None), default=None)
+        if top is not None and (level is None or level < top):
+            self._holders[key] = holders
+            return False, []
+        if level is None:
+            self._holders[key] = [*holders, (None, receiver)]
+            return True, []
+        self._holders[key] = [(level, receiver)]
+        return True, [other for _, other in holders]
+
+
 class EventHubsBroker:
     """One Event Hubs namespace."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.hubs: dict[str, EventHub] = {}
+        self.owners = PartitionOwners()
 
     def add(self, hub: EventHub) -> None:
         self.hubs[hub.name.lower()] = hub

@@ -57,13 +57,13 @@ def split_batch(data: bytes) -> list[bytes]:
     """The encoded messages of a batch transfer, or ``[data]`` for a single message.
 
     A batch (message format 0x80013700, which proton does not expose) is a message whose data
-    sections each hold one complete encoded message.
+    sections each hold one complete encoded message, a batch of one included. A payload is
+    never mistaken for one: it would have to parse, to its last byte, as AMQP message sections.
     """
     try:
         sections = _sections(data)
         bodies = [_binary(data, start) for code, start, _ in sections if code == 0x75]
-        is_batch = len(bodies) > 1 or any(code == 0x72 for code, _, _ in sections)
-        if bodies and is_batch and all(_sections(body) for body in bodies):
+        if bodies and all(_sections(body) for body in bodies):
             return bodies
     except (ValueError, IndexError):
         pass
@@ -224,6 +224,23 @@ class _Session:
             if group not in hub.consumer_groups or partition is None:
                 self.refuse(link, f"The consumer group '{group}' could not be found.")
                 return
+            accepted, evicted = broker.owners.claim(
+                (hub.name, group, partition), _owner_level(link), link, _is_open
+            )
+            if not accepted:
+                self.refuse(
+                    link,
+                    f"A receiver with a higher owner level holds partition {partition} of "
+                    f"'{hub.name}' for consumer group '{group}'.",
+                    condition="amqp:link:stolen",
+                )
+                return
+            for other in evicted:
+                other.condition = _error(
+                    "amqp:link:stolen",
+                    f"A receiver with a higher or equal owner level took partition {partition}.",
+                )
+                other.close()
             link.emulator_partition = hub.partitions[int(partition)]
             link.emulator_index = link.emulator_partition.start_index(
                 _selector(link.remote_source.filter)
@@ -233,9 +250,9 @@ class _Session:
         link.open()
         link.flow(BATCH_CREDIT)
 
-    def refuse(self, link: Link, description: str) -> None:
+    def refuse(self, link: Link, description: str, condition: str = "amqp:not-found") -> None:
         link.open()
-        link.condition = _error("amqp:not-found", description)
+        link.condition = _error(condition, description)
         link.close()
 
     # ------------------------------------------------------------ incoming messages
@@ -438,6 +455,20 @@ def _error(condition: str, description: str) -> Condition:
     return Condition(
         condition, description, {symbol("com.microsoft:tracking-id"): str(uuid.uuid4())}
     )
+
+
+_EPOCH = symbol("com.microsoft:epoch")
+
+
+def _owner_level(link: Link) -> int | None:
+    """The ``com.microsoft:epoch`` attach property the SDKs send for ``owner_level``."""
+    properties = link.remote_properties or {}
+    level = properties.get(_EPOCH, properties.get("com.microsoft:epoch"))
+    return None if level is None else int(level)
+
+
+def _is_open(link: Link) -> bool:
+    return not link.state & Endpoint.LOCAL_CLOSED and not link.state & Endpoint.REMOTE_CLOSED
 
 
 def _is_control(path: str) -> bool:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from azure.eventhub import EventData, EventHubProducerClient
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import (
@@ -372,3 +373,66 @@ def test_event_hub_partition_keys_hash_to_one_partition_and_every_partition_read
     assert set(seen) == {"device-a", "device-b", "device-c", "device-d"}
     assert all(len(partitions) == 1 for partitions in seen.values())
     assert sum(len(events) for events in by_partition.values()) == 8
+
+
+def test_batches_of_one_keep_their_body(regions: Any, client: Any) -> None:
+    """A one-message batch is still a batch transfer; its body must not come back wrapped."""
+    with client.get_queue_sender("roundtrip-in") as sender:
+        batch = sender.create_message_batch()
+        batch.add_message(ServiceBusMessage(b"alone"))
+        sender.send_messages(batch)
+    assert [str(m) for m in _drain(client, "roundtrip-in")] == ["alone"]
+    connection = regions.connection_string("ingest")
+    with EventHubProducerClient.from_connection_string(
+        connection, eventhub_name="devices"
+    ) as producer:
+        events = producer.create_batch(partition_id="0")
+        events.add(EventData("single-event"))
+        producer.send_batch(events)
+    found = read_events(connection, lambda e: e.body_as_str() == "single-event", partition_id="0")
+    assert [e.body_as_str() for e in found] == ["single-event"]
+
+
+def _receive_in_background(connection: str, owner_level: int | None) -> tuple[Any, list[Any]]:
+    consumer = EventHubConsumerClient.from_connection_string(
+        connection, consumer_group="replication", eventhub_name="devices"
+    )
+    errors: list[Any] = []
+    options: dict[str, Any] = {} if owner_level is None else {"owner_level": owner_level}
+    threading.Thread(
+        target=consumer.receive,
+        kwargs={
+            "on_event": lambda context, event: None,
+            "on_error": lambda context, error: errors.append(error),
+            "partition_id": "1",
+            "max_wait_time": 1,
+            **options,
+        },
+        daemon=True,
+    ).start()
+    return consumer, errors
+
+
+def _wait_for(errors: list[Any], seconds: float = 10) -> list[Any]:
+    deadline = time.monotonic() + seconds
+    while not errors and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return errors
+
+
+def test_owner_levels_steal_and_refuse_partitions(regions: Any) -> None:
+    connection = regions.connection_string("ingest")
+    first, first_errors = _receive_in_background(connection, owner_level=1)
+    time.sleep(2)
+    assert first_errors == []
+    second, second_errors = _receive_in_background(connection, owner_level=2)
+    (stolen, *_) = _wait_for(first_errors)
+    assert "amqp:link:stolen" in str(stolen)
+    lower, lower_errors = _receive_in_background(connection, owner_level=1)
+    plain, plain_errors = _receive_in_background(connection, owner_level=None)
+    assert "amqp:link:stolen" in str(_wait_for(lower_errors)[0])
+    assert "amqp:link:stolen" in str(_wait_for(plain_errors)[0])
+    time.sleep(1)
+    assert second_errors == []
+    for consumer in (first, second, lower, plain):
+        consumer.close()

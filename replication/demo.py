@@ -55,7 +55,12 @@ def _emulated(topology: Topology) -> Iterator[dict[str, str]]:
 
 def _publish(topology: Topology, settings: dict[str, str], count: int) -> int:
     factory = SenderFactory(topology, settings)
-    sources = dict.fromkeys((task.source.namespace, task.source.entity) for task in topology.tasks)
+    # A dead-letter queue cannot be published to; its tasks have nothing to do in the demo.
+    sources = dict.fromkeys(
+        (task.source.namespace, task.source.entity)
+        for task in topology.tasks
+        if not task.source.dead_letter_queue
+    )
     try:
         for namespace, entity in sources:
             batch = [

@@ -345,13 +345,7 @@ class _Session:
             delivery.emulator_token = token
             link.send(stored.outgoing_bytes())
             link.advance()
-            if lock:
-                tokens = getattr(link, "_emulator_tokens", None)
-                if tokens is None:
-                    tokens = set()
-                    link._emulator_tokens = tokens
-                tokens.add(token)
-            else:
+            if not lock:
                 delivery.settle()
 
     def disposition(self, delivery: Delivery) -> None:
@@ -399,7 +393,6 @@ class _Session:
                         )
                     ),
                 )
-        getattr(link, "_emulator_tokens", set()).discard(token)
         delivery.update(state)
         delivery.settle()
 

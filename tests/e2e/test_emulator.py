@@ -413,7 +413,7 @@ def _receive_in_background(connection: str, owner_level: int | None) -> tuple[An
     return consumer, errors
 
 
-def _wait_for(errors: list[Any], seconds: float = 10) -> list[Any]:
+def _wait_for(errors: list[Any], seconds: float = 30) -> list[Any]:
     deadline = time.monotonic() + seconds
     while not errors and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from azure.core.exceptions import ResourceExistsError
+from azure.core.exceptions import AzureError, ResourceExistsError
 from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import ContainerClient
 
@@ -69,11 +69,19 @@ def checkpoint_store(environ: Mapping[str, str]) -> BlobCheckpointStore | None:
     if client is None:
         return None
     try:
-        client.create_container()
+        # One attempt: an unreachable storage (Azurite not started) fails the start at once
+        # instead of after the storage SDK's 90 s of retries; checkpoint writes keep them.
+        client.create_container(retry_total=0)
         logger.info("created checkpoint container %s", container)
     except ResourceExistsError:
         pass
-    # The store takes any client with the container API; sharing ours keeps one HTTP pipeline.
+    except AzureError as error:
+        raise ConfigurationError(
+            f"cannot create or reach the checkpoint container {container!r}: {error}",
+            source=STORAGE_SETTING,
+        ) from error
+    # The store takes any client with the container API (its URL argument is then unused);
+    # sharing ours keeps one HTTP pipeline.
     return BlobCheckpointStore(client.url, container, container_client=client)
 
 

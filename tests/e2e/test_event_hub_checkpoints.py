@@ -9,6 +9,7 @@ five again.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,13 @@ from azure.eventhub import EventData, EventHubProducerClient
 from azure.storage.blob import ContainerClient
 
 import emulator
+from replication.exceptions import ConfigurationError
 from replication.local_run import LocalHost
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, load_topology
-from replication.transport.checkpoints import DEFAULT_CONTAINER, STORAGE_SETTING
+from replication.transport.checkpoints import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
 from replication.transport.receivers import drain_servicebus
+from tests.conftest import AZURITE_ACCOUNT, AZURITE_KEY
 
 pytestmark = pytest.mark.emulator
 
@@ -77,3 +80,18 @@ def test_restart_resumes_from_checkpoints(topology: Topology, settings: dict[str
         checkpoints = [b.name for b in container.list_blobs() if "/checkpoint/" in b.name]
     assert len(checkpoints) >= 1
     assert all("/devices/replication/checkpoint/" in name for name in checkpoints)
+
+
+def test_unreachable_checkpoint_storage_is_a_clear_error_at_start() -> None:
+    """Nothing listens on the port: the start fails at once, naming the setting."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = {
+        STORAGE_SETTING: (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+            f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+        )
+    }
+    with pytest.raises(ConfigurationError, match="AzureWebJobsStorage: cannot create or reach"):
+        checkpoint_store(settings)

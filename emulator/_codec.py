@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 _SECTION = 0x53
 
@@ -22,6 +23,13 @@ def _value_end(data: bytes, pos: int) -> int:
     if code >> 4 in (0xB, 0xD, 0xF):  # four-byte size
         return pos + 5 + int.from_bytes(data[pos + 1 : pos + 5], "big")
     raise ValueError(f"unknown AMQP constructor 0x{code:02x}")
+
+
+def text(value: Any) -> str:
+    """An AMQP string, symbol or binary value as text ("" for null)."""
+    if value is None:
+        return ""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 def message_sections(data: bytes) -> list[tuple[int, int, int]]:

@@ -15,7 +15,8 @@ from typing import Any
 
 from proton import UNDESCRIBED, Array, Data, Message, symbol, timestamp
 
-from ._servicebus import Broker, Receivable
+from ._codec import text
+from ._servicebus import Broker
 
 Reply = tuple[int, Any]
 
@@ -39,10 +40,6 @@ def elements(value: Any) -> list[Any]:
     return list(value)
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
 def _field(body: Any, name: str, default: Any = None) -> Any:
     """A request-map entry; the SDKs key the maps with strings or symbols."""
     if not isinstance(body, dict):
@@ -54,12 +51,8 @@ def _longs(values: list[int]) -> Array:
     return Array(UNDESCRIBED, Data.LONG, *values)
 
 
-def _receivable(broker: Broker, entity: str) -> Receivable | None:
-    return broker.receivable(entity)
-
-
 def renew_lock(broker: Broker, entity: str, body: Any) -> Reply:
-    receivable = _receivable(broker, entity)
+    receivable = broker.receivable(entity)
     if receivable is None:
         return 404, None
     now = broker.clock()
@@ -73,7 +66,7 @@ def renew_lock(broker: Broker, entity: str, body: Any) -> Reply:
 
 
 def peek(broker: Broker, entity: str, body: Any) -> Reply:
-    receivable = _receivable(broker, entity)
+    receivable = broker.receivable(entity)
     if receivable is None:
         return 404, None
     start = int(_field(body, "from-sequence-number", 0))
@@ -104,7 +97,7 @@ def cancel_scheduled(broker: Broker, entity: str, body: Any) -> Reply:
 
 
 def receive_deferred(broker: Broker, entity: str, body: Any) -> Reply:
-    receivable = _receivable(broker, entity)
+    receivable = broker.receivable(entity)
     if receivable is None:
         return 404, None
     numbers = [int(n) for n in elements(_field(body, "sequence-numbers"))]
@@ -122,10 +115,10 @@ def receive_deferred(broker: Broker, entity: str, body: Any) -> Reply:
 
 
 def update_disposition(broker: Broker, entity: str, body: Any) -> Reply:
-    receivable = _receivable(broker, entity)
+    receivable = broker.receivable(entity)
     if receivable is None:
         return 404, None
-    outcome = _DISPOSITIONS.get(_text(_field(body, "disposition-status", "")))
+    outcome = _DISPOSITIONS.get(text(_field(body, "disposition-status", "")))
     if outcome is None:
         return 400, None
     reason = _field(body, "deadletter-reason")
@@ -136,8 +129,8 @@ def update_disposition(broker: Broker, entity: str, body: Any) -> Reply:
             uuid.UUID(str(token)),
             outcome,
             now,
-            reason=None if reason is None else _text(reason),
-            description=None if description is None else _text(description),
+            reason=text(reason),
+            description=text(description),
         )
         if not settled:
             return 410, None

@@ -18,7 +18,6 @@ delivery count raised, as if its lock had expired.
 from __future__ import annotations
 
 import base64
-import itertools
 import json
 import logging
 import os
@@ -77,14 +76,11 @@ def servicebus_state(broker: Broker) -> dict[str, Any]:
         messages += [_stored(s, lock_lost=False) for s in entity.deferred.values()]
         entities[entity.path] = {"messages": messages, "seen": entity._seen}
     topics = {topic.name: {"seen": topic._seen} for topic in broker.topics.values()}
-    # Reading the counter consumes a number: a gap in sequence numbers, which Service Bus has too.
-    next_sequence = next(broker.sequence)
-    broker.sequence = itertools.count(next_sequence)
-    return {"entities": entities, "topics": topics, "next_sequence": next_sequence}
+    return {"entities": entities, "topics": topics, "next_sequence": broker.last_sequence + 1}
 
 
 def restore_servicebus(broker: Broker, state: dict[str, Any], source: str) -> None:
-    broker.sequence = itertools.count(int(state.get("next_sequence", 1)))
+    broker.last_sequence = int(state.get("next_sequence", 1)) - 1
     for path, entity_state in state.get("entities", {}).items():
         entity = broker.receivable(path)
         if entity is None:

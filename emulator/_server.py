@@ -31,6 +31,7 @@ from proton import (
 )
 
 from ._codec import message_sections as _sections
+from ._codec import text
 from ._eventhubs import EventHubsBroker
 from ._frames import FramePadder
 from ._management import OPERATIONS, SENDING_OPERATIONS
@@ -383,10 +384,8 @@ class _Session:
                     token,
                     "dead-letter",
                     now,
-                    reason=_text(
-                        info.get(symbol("DeadLetterReason"), info.get("DeadLetterReason"))
-                    ),
-                    description=_text(
+                    reason=text(info.get(symbol("DeadLetterReason"), info.get("DeadLetterReason"))),
+                    description=text(
                         info.get(
                             symbol("DeadLetterErrorDescription"),
                             info.get("DeadLetterErrorDescription"),
@@ -482,12 +481,6 @@ def _selector(filter_data: Any) -> str | None:
         if isinstance(described, str) and "amqp.annotation" in described:
             return described
     return None
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 class NamespaceServer:

@@ -8,7 +8,6 @@ expiry and TTL are checked on every sweep of the server loop.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import time
 import uuid
@@ -158,12 +157,8 @@ class Receivable:
         when the entity forwards)."""
         if self.settings.forward_to and not self.is_dlq:
             return self.broker.place(self.settings.forward_to, message, now=now)
-        if self.settings.requires_duplicate_detection and message.id is not None:
-            key = str(message.id)
-            seen = self._seen.get(key)
-            if seen is not None and now - seen < self.settings.duplicate_window:
-                return []
-            self._seen[key] = now
+        if is_duplicate(message, self.settings, self._seen, now):
+            return []
         ttl = message.ttl or self.settings.default_ttl
         annotations = message.annotations or {}
         scheduled = annotations.get(_SCHEDULED)
@@ -174,7 +169,7 @@ class Receivable:
             self._next_expiry = min(self._next_expiry, expires_at)
         stored = Stored(
             message=message,
-            sequence_number=next(self.broker.sequence),
+            sequence_number=self.broker.next_sequence(),
             enqueued_time=now,
             expires_at=expires_at,
             available_at=available_at,
@@ -205,10 +200,7 @@ class Receivable:
             if stored is None:
                 continue
             if lock:
-                stored.lock_token = uuid.uuid4()
-                stored.locked_until = now + self.settings.lock_duration
-                self._next_lock_expiry = min(self._next_lock_expiry, stored.locked_until)
-                self.locked[stored.lock_token] = stored
+                self._lock(stored, now)
             found.append(stored)
         return found
 
@@ -230,7 +222,7 @@ class Receivable:
                 expires_at=None,
                 lock_token=None,
                 deferred=False,
-                sequence_number=next(self.broker.sequence),
+                sequence_number=self.broker.next_sequence(),
                 enqueued_time=now,
             )
         )
@@ -272,12 +264,15 @@ class Receivable:
                 continue
             del self.available[index]
             if lock:
-                stored.lock_token = uuid.uuid4()
-                stored.locked_until = now + self.settings.lock_duration
-                self._next_lock_expiry = min(self._next_lock_expiry, stored.locked_until)
-                self.locked[stored.lock_token] = stored
+                self._lock(stored, now)
             return stored
         return None
+
+    def _lock(self, stored: Stored, now: float) -> None:
+        stored.lock_token = uuid.uuid4()
+        stored.locked_until = now + self.settings.lock_duration
+        self._next_lock_expiry = min(self._next_lock_expiry, stored.locked_until)
+        self.locked[stored.lock_token] = stored
 
     def _release(self, stored: Stored, *, counted: bool, now: float) -> None:
         stored.lock_token = None
@@ -333,6 +328,20 @@ class Receivable:
         return [s for s in everything if s.sequence_number >= from_sequence][:count]
 
 
+def is_duplicate(
+    message: Message, settings: EntitySettings, seen: dict[str, float], now: float
+) -> bool:
+    """Duplicate detection by MessageId within the entity's window; ``seen`` remembers ids."""
+    if not settings.requires_duplicate_detection or message.id is None:
+        return False
+    key = str(message.id)
+    last = seen.get(key)
+    if last is not None and now - last < settings.duplicate_window:
+        return True
+    seen[key] = now
+    return False
+
+
 Placement = tuple["Receivable", Stored]
 """Where one copy of a sent message landed."""
 
@@ -358,12 +367,8 @@ class Topic:
         self._seen: dict[str, float] = {}
 
     def publish(self, message: Message, now: float) -> list[Placement]:
-        if self.settings.requires_duplicate_detection and message.id is not None:
-            key = str(message.id)
-            seen = self._seen.get(key)
-            if seen is not None and now - seen < self.settings.duplicate_window:
-                return []
-            self._seen[key] = now
+        if is_duplicate(message, self.settings, self._seen, now):
+            return []
         envelope = envelope_of(message)
         placements: list[Placement] = []
         for subscription in self.subscriptions.values():
@@ -383,7 +388,7 @@ class Topic:
             # Service Bus dead-letters on filter evaluation exceptions (the default setting).
             copy = Message()
             copy.decode(message.encode())
-            stored = Stored(copy, next(subscription.broker.sequence), now, None, now)
+            stored = Stored(copy, subscription.broker.next_sequence(), now, None, now)
             subscription.dead_letter_message(
                 stored, "FilterEvaluationException", str(error)[:1024], now
             )
@@ -420,10 +425,15 @@ class Broker:
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
-        self.sequence = itertools.count(1)
+        self.last_sequence = 0
         self.queues: dict[str, Receivable] = {}
         self.topics: dict[str, Topic] = {}
         self._scheduled: dict[int, list[Placement]] = {}
+
+    def next_sequence(self) -> int:
+        """The namespace's next sequence number (one counter for all its entities)."""
+        self.last_sequence += 1
+        return self.last_sequence
 
     def add_queue(self, name: str, settings: EntitySettings) -> None:
         self.queues[name.lower()] = Receivable(name, settings, self)
@@ -453,7 +463,7 @@ class Broker:
         """Send a message that carries its scheduled enqueue time; the sequence number that
         :meth:`cancel` takes."""
         placements = self.place(entity, message)
-        number = placements[0][1].sequence_number if placements else next(self.sequence)
+        number = placements[0][1].sequence_number if placements else self.next_sequence()
         self._scheduled[number] = placements
         return number
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from replication.exceptions import ConfigurationError
+from replication.topology import Topology
 
 from ._config import eventhubs_namespaces, load_config, servicebus_namespaces
 from ._persistence import Persistence
@@ -39,6 +40,14 @@ class RunningEmulator:
 
     def port(self, namespace: str) -> int:
         return self._servers[namespace].port
+
+    def app_settings(self, topology: Topology) -> dict[str, str]:
+        """Setting name -> connection string: what points the topology's namespaces (whose
+        config this emulator serves) at it, as ``python -m replication run`` reads them."""
+        return {
+            namespace.connection: self.connection_string(namespace.name)
+            for namespace in topology.namespaces
+        }
 
 
 @contextlib.contextmanager

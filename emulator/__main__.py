@@ -20,18 +20,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from replication.exceptions import ConfigurationError
+from replication.topology import Topology
 
 from . import run_emulator
 
 
-def _config_from_topology(path: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The emulator config rendered from a topology, and namespace name -> setting name."""
+def _config_from_topology(path: str) -> tuple[dict[str, Any], Topology]:
+    """The emulator config rendered from a topology, and the topology."""
     from replication.render.emulator_config import emulator_config
     from replication.topology import load_topology
 
     topology = load_topology(path)
-    settings = {namespace.name: namespace.connection for namespace in topology.namespaces}
-    return emulator_config(topology), settings
+    return emulator_config(topology), topology
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -63,21 +63,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    settings: dict[str, str] = {}
+    topology: Topology | None = None
     try:
         if args.topology:
-            config, settings = _config_from_topology(args.topology)
+            config, topology = _config_from_topology(args.topology)
         else:
             config = args.config
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         with run_emulator(config, host=args.host, data_dir=args.data_dir) as running:
-            for name in running.namespaces:
-                connection = running.connection_string(name)
-                if name in settings:
-                    print(f"export {settings[name]}='{connection}'", flush=True)
-                else:
-                    print(f"{name}\t{connection}", flush=True)
+            if topology is not None:
+                for setting, connection in running.app_settings(topology).items():
+                    print(f"export {setting}='{connection}'", flush=True)
+            else:
+                for name in running.namespaces:
+                    print(f"{name}\t{running.connection_string(name)}", flush=True)
             print("# emulator running; Ctrl-C stops it", file=sys.stderr, flush=True)
             try:
                 while not stop.wait(0.5):

@@ -47,10 +47,7 @@ def _emulated(topology: Topology) -> Iterator[dict[str, str]]:
             f"the demo needs the local emulator ({error}); run ./dev.sh demo, which installs it"
         ) from None
     with run_emulator(emulator_config(topology)) as running:
-        yield {
-            namespace.connection: running.connection_string(namespace.name)
-            for namespace in topology.namespaces
-        }
+        yield running.app_settings(topology)
 
 
 def _publish(topology: Topology, settings: dict[str, str], count: int) -> int:

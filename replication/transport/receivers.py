@@ -24,7 +24,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
-from azure.servicebus import ServiceBusReceivedMessage, ServiceBusSubQueue
+from azure.servicebus import (
+    ServiceBusClient,
+    ServiceBusReceivedMessage,
+    ServiceBusReceiver,
+    ServiceBusSubQueue,
+)
 
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
@@ -73,14 +78,7 @@ def run_servicebus_source(
     """Receive batches from a queue, subscription or their DLQ until ``stop`` is set."""
     sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
     with servicebus_client(namespace, environ) as client:
-        if source.subscription is not None:
-            receiver = client.get_subscription_receiver(
-                source.entity, source.subscription, sub_queue=sub_queue, max_wait_time=1
-            )
-        else:
-            receiver = client.get_queue_receiver(
-                source.entity, sub_queue=sub_queue, max_wait_time=1
-            )
+        receiver = _receiver(client, source.entity, source.subscription, sub_queue, wait=1)
         with receiver:
             while not stop.is_set():
                 messages = receiver.receive_messages(
@@ -88,6 +86,22 @@ def run_servicebus_source(
                 )
                 if messages:
                     _handle_servicebus_batch(receiver, messages, handler, stats)
+
+
+def _receiver(
+    client: ServiceBusClient,
+    entity: str,
+    subscription: str | None,
+    sub_queue: ServiceBusSubQueue | None = None,
+    *,
+    wait: float,
+) -> ServiceBusReceiver:
+    """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named."""
+    if subscription is not None:
+        return client.get_subscription_receiver(
+            entity, subscription, sub_queue=sub_queue, max_wait_time=wait
+        )
+    return client.get_queue_receiver(entity, sub_queue=sub_queue, max_wait_time=wait)
 
 
 def _handle_servicebus_batch(
@@ -199,19 +213,14 @@ def drain_servicebus(
     """Receive and complete everything in a queue or subscription until it stays empty for
     ``idle_seconds`` (for local consumers such as the demo's capture, not for replication)."""
     drained: list[Envelope] = []
-    with servicebus_client(namespace, environ) as client:
-        receiver = (
-            client.get_subscription_receiver(entity, subscription, max_wait_time=idle_seconds)
-            if subscription is not None
-            else client.get_queue_receiver(entity, max_wait_time=idle_seconds)
-        )
-        with receiver:
-            while batch := receiver.receive_messages(
-                max_message_count=100, max_wait_time=idle_seconds
-            ):
-                for message in batch:
-                    drained.append(envelope_from_received(message))
-                    receiver.complete_message(message)
+    with (
+        servicebus_client(namespace, environ) as client,
+        _receiver(client, entity, subscription, wait=idle_seconds) as receiver,
+    ):
+        while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle_seconds):
+            for message in batch:
+                drained.append(envelope_from_received(message))
+                receiver.complete_message(message)
     return drained
 
 

@@ -41,8 +41,7 @@ def topology() -> Topology:
 @pytest.fixture
 def settings(topology: Topology, azurite: str) -> Iterator[dict[str, str]]:
     with emulator.run_emulator(emulator_config(topology)) as running:
-        settings = {n.connection: running.connection_string(n.name) for n in topology.namespaces}
-        yield {**settings, STORAGE_SETTING: azurite}
+        yield {**running.app_settings(topology), STORAGE_SETTING: azurite}
 
 
 def _send(settings: dict[str, str], ids: range) -> None:

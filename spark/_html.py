@@ -126,6 +126,9 @@ def render(report: dict[str, Any], charts: dict[str, Any]) -> str:
     )
     histograms = "".join(_histogram(p, h) for p, h in charts["lag_histograms"].items())
     timeline = charts["timeline"]
+    arrivals = _lines(
+        timeline["series"], "messages by arrival", timeline["start"], timeline["bucket_seconds"]
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Replication duplicate audit</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1000px}}table{{border-collapse:collapse;
@@ -138,7 +141,7 @@ td:first-child,th:first-child{{text-align:left}}svg{{display:block;margin:1em 0}
 <th>missing</th></tr>{region_rows}</table>
 {_bars(region_bars, ["in-region duplicates", "missing"], "duplicates and missing per region")}
 <h2>Messages over time</h2>
-{_lines(timeline["series"], "records per region", timeline["start"], timeline["bucket_seconds"])}
+{arrivals}
 <h2>Replication lag</h2>
 <table><tr><th>pair</th><th>count</th><th>p50 s</th><th>p95 s</th><th>p99 s</th><th>max s</th>
 </tr>{lag_rows}</table>

@@ -18,6 +18,7 @@ import argparse
 import json
 import logging
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = "spark"
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
 from spark import _audit as audit
 from spark._html import render
@@ -52,12 +54,15 @@ def watermark_seconds(text: str) -> float:
 
 @dataclass
 class AuditResult:
-    """The report, the frames to write, and the data of the charts."""
+    """The report and the data of the charts (``unique/`` and ``duplicates/`` are written)."""
 
     report: dict[str, Any]
-    unique: DataFrame
-    duplicates: DataFrame
     charts: dict[str, Any]
+
+
+HASH_JOIN_MESSAGES_PER_PARTITION = 1_000_000
+"""Above this many messages per shuffle partition, copies are matched by a sort-merge join,
+which can spill, instead of a hash table per partition, which must fit in memory."""
 
 
 def run_audit(
@@ -65,53 +70,85 @@ def run_audit(
     regions: list[str],
     watermark: float,
     expect: list[tuple[str, str]],
+    output: Path,
 ) -> AuditResult:
-    """Every report figure from the normalized records of all regions."""
+    """Every report figure from the normalized records of all regions; writes ``unique/`` and
+    ``duplicates/`` under ``output``.
+
+    Two passes over the input: the first builds one summary row per message (cached), from
+    which every figure is computed; the second matches each copy with its message's summary
+    and writes the copies. Both shuffle by message id into the same partitions, so the
+    matching needs no further exchange.
+    """
     started = time.perf_counter()
-    # One shuffle for the whole audit: every later stage groups, windows or joins by message
-    # id, and on frames hash-partitioned by it Spark plans them without another exchange.
-    partitioned = records.repartition(MESSAGE_ID).persist()
-    valid, invalid = audit.split_invalid(partitioned)
-    total = valid.count()
-    invalid_count = invalid.count()
-    logger.info("read %d records (%d invalid, without message id or time)", total, invalid_count)
-    per_region = audit.first_copy_per_region(valid).persist()
-    origins = audit.origins(per_region).persist()
-    unique = audit.unique_messages(valid).persist()
-    unique_count = unique.count()
-    logger.info("%d unique messages", unique_count)
-    duplicates = audit.duplicate_copies(valid, watermark).persist()
-    late = duplicates.where("late").count()
-    logger.info("%d duplicate copies, %d late", total - unique_count, late)
-    lag_rows = audit.lags(per_region, origins).persist()
-    counts = audit.region_counts(per_region)
-    held = {region: figures["unique_messages"] for region, figures in counts.items()}
-    missing = audit.missing_per_region(
-        per_region, origins, regions, expect, unique_count=unique_count, held=held
-    )
-    region_report = {
-        region: {
-            **counts.get(region, {"records": 0, "unique_messages": 0, "in_region_duplicates": 0}),
-            "missing": missing[region],
+    index = audit.RegionIndex.of(regions)
+    partitions = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    observed = Observation("input")
+    counted = records.observe(observed, F.count(F.when(~audit.is_valid(), 1)).alias("invalid"))
+    summary = audit.message_summary(
+        audit.copy_keys(counted, index).repartition(partitions, MESSAGE_ID), index
+    ).persist()
+    try:
+        figures = audit.summary_figures(summary, index, expect)
+        invalid = int(observed.get["invalid"])
+        total, unique = int(figures["total"]), int(figures["unique"])
+        logger.info("read %d records (%d invalid, without message id or time)", total, invalid)
+        logger.info("%d unique messages, %d duplicate copies", unique, total - unique)
+        regions_report = audit.region_report(figures, index, expect)
+        logger.info("missing per region: %s", {r: f["missing"] for r, f in regions_report.items()})
+        lag_rows = audit.lags(summary, index)
+        lag_seconds, skewed = audit.lag_summary(lag_rows, watermark)
+        charts = {
+            "timeline": audit.timeline(summary, index, figures),
+            "lag_histograms": audit.lag_histograms(lag_rows),
         }
-        for region in regions
-    }
-    logger.info("missing per region: %s", missing)
+        logger.info("lags of %d region pairs, %d clock skew suspects", len(lag_seconds), skewed)
+        copies = audit.classify_copies(
+            audit.copy_keys(records, index).repartition(partitions, MESSAGE_ID),
+            summary,
+            index,
+            watermark,
+            hash_join=unique <= HASH_JOIN_MESSAGES_PER_PARTITION * partitions,
+        )
+        late = write_copies(copies, output)
+        logger.info("wrote unique/ and duplicates/ (%d late copies)", late)
+    finally:
+        summary.unpersist()
     report = {
         "total_records": total,
-        "unique_messages": unique_count,
-        "duplicate_records": total - unique_count,
-        "regions": region_report,
-        "missing_total": sum(missing.values()),
-        "loops": audit.loop_messages(valid, len(regions)).count(),
-        "lag_seconds": audit.lag_summary(lag_rows),
-        "clock_skew_suspects": lag_rows.where(lag_rows.lag_seconds < -watermark).count(),
+        "unique_messages": unique,
+        "duplicate_records": total - unique,
+        "regions": {region: regions_report[region] for region in regions},
+        "missing_total": sum(region["missing"] for region in regions_report.values()),
+        "loops": int(figures["loops"]),
+        "lag_seconds": lag_seconds,
+        "clock_skew_suspects": skewed,
         "late_records": late,
-        "invalid_records": invalid_count,
+        "invalid_records": invalid,
     }
-    charts = {"timeline": audit.timeline(valid), "lag_histograms": audit.lag_histograms(lag_rows)}
     logger.info("audit computed in %.1f s", time.perf_counter() - started)
-    return AuditResult(report, unique, duplicates, charts)
+    return AuditResult(report, charts)
+
+
+def write_copies(copies: DataFrame, output: Path) -> int:
+    """Write first copies to ``output/unique`` and the others to ``output/duplicates`` in one
+    pass (a write partitioned by kind, then the two folders moved into place); return the
+    number of late copies, counted while writing."""
+    observed = Observation("late")
+    staging = output / "_copies"
+    counted = copies.observe(observed, F.count(F.when(F.col("late"), 1)).alias("late"))
+    counted.write.mode("overwrite").partitionBy(audit.KIND).parquet(str(staging))
+    for kind in (audit.UNIQUE, audit.DUPLICATES):
+        target = output / kind
+        shutil.rmtree(target, ignore_errors=True)
+        written = staging / f"{audit.KIND}={kind}"
+        if written.exists():
+            written.rename(target)
+        else:  # no copy of this kind: still a readable (empty) dataset
+            schema = copies.drop(audit.KIND).schema
+            copies.sparkSession.createDataFrame([], schema).write.parquet(str(target))
+    shutil.rmtree(staging)
+    return int(observed.get["late"])
 
 
 def _size_shuffles_for_local_runs(spark: SparkSession) -> None:
@@ -121,7 +158,7 @@ def _size_shuffles_for_local_runs(spark: SparkSession) -> None:
     the rows it sorts, and an audit of a few thousand records spent most of its minute on them.
     """
     context = spark.sparkContext
-    if context.master.startswith("local") and not context.getConf().contains(
+    if (context.master or "").startswith("local") and not context.getConf().contains(
         "spark.sql.shuffle.partitions"
     ):
         spark.conf.set("spark.sql.shuffle.partitions", str(2 * context.defaultParallelism))
@@ -176,11 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     output = Path(args.output)
     try:
         records = read_inputs(spark, args.inputs, args.format)
-        result = run_audit(records, list(args.inputs), args.watermark_seconds, args.expect_pairs)
+        output.mkdir(parents=True, exist_ok=True)
+        result = run_audit(
+            records, list(args.inputs), args.watermark_seconds, args.expect_pairs, output
+        )
     except InputError as error:
         logger.error("%s", error)
         return 2
-    unique = result.unique
     if args.streaming:
         stream_output = str(output / "stream_unique")
         stats = deduplicate_stream(
@@ -195,10 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_state_rows": stats.max_state_rows,
             "dropped_by_watermark": stats.dropped_by_watermark,
         }
-        unique = audit.unique_messages(streamed)
-    output.mkdir(parents=True, exist_ok=True)
-    unique.write.mode("overwrite").parquet(str(output / "unique"))
-    result.duplicates.write.mode("overwrite").parquet(str(output / "duplicates"))
+        audit.unique_messages(streamed).write.mode("overwrite").parquet(str(output / "unique"))
     (output / "report.json").write_text(json.dumps(result.report, indent=2) + "\n")
     (output / "report.html").write_text(render(result.report, result.charts))
     logger.info("wrote %s", output)

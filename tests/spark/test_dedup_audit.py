@@ -139,6 +139,47 @@ def test_unique_keeps_the_earliest_copy_and_duplicates_list_the_rest(
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
 
+def test_ties_in_time_go_to_the_region_name_then_the_smallest_sequence_number(
+    spark: Any, tmp_path: Path
+) -> None:
+    def copy(message_id: str, sequence: int | None, origin: str | None = None) -> dict[str, Any]:
+        item = record(message_id, 0, origin) if origin else record(message_id, 0)
+        return {**item, "sequence_number": sequence}
+
+    regions = {
+        # Same microsecond everywhere: "a" wins over "b" by name; within "b", sequence 3 over 7,
+        # and a copy without a sequence number over one with.
+        "b": [copy("x", 7, "a"), copy("x", 3, "a"), copy("y", 9), copy("y", None)],
+        "a": [copy("x", 50), copy("z", 4), copy("z", 2)],
+    }
+    report = run(spark, tmp_path, regions=regions)
+    assert report["unique_messages"] == 3
+    assert report["duplicate_records"] == 4
+    unique = {
+        r["message_id"]: r for r in spark.read.parquet(str(tmp_path / "out" / "unique")).collect()
+    }
+    assert (unique["x"]["region"], unique["x"]["sequence_number"]) == ("a", 50)
+    assert (unique["y"]["region"], unique["y"]["sequence_number"]) == ("b", None)
+    assert (unique["z"]["region"], unique["z"]["sequence_number"]) == ("a", 2)
+    assert unique["x"]["copies"] == 3
+    assert unique["x"]["origin"] == "a"
+    duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates")).collect()
+    assert sorted((r["message_id"], r["region"], r["sequence_number"]) for r in duplicates) == [
+        ("x", "b", 3), ("x", "b", 7), ("y", "b", 9), ("z", "a", 4),
+    ]  # fmt: skip
+    assert {(r["first_region"], r["late"]) for r in duplicates} == {("a", False), ("b", False)}
+
+
+def test_without_duplicates_the_duplicates_folder_is_an_empty_dataset(
+    spark: Any, tmp_path: Path
+) -> None:
+    report = run(spark, tmp_path, regions={"a": [record("x", 0)], "b": [record("y", 1)]})
+    assert report["duplicate_records"] == 0
+    duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates"))
+    assert duplicates.count() == 0
+    assert "first_enqueued_time_utc" in duplicates.columns
+
+
 def test_missing_follows_expected_pairs(spark: Any, tmp_path: Path) -> None:
     report = run(spark, tmp_path, "--expect", "weu:neu", "--expect", "neu:eus")
     assert {r: v["missing"] for r, v in report["regions"].items()} == {"weu": 0, "neu": 1, "eus": 0}

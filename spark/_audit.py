@@ -111,7 +111,7 @@ def copy_keys(records: DataFrame, regions: RegionIndex) -> DataFrame:
         F.split(F.coalesce(F.col(PROPERTIES).getItem(REPL_PATH), F.lit("")), SEPARATOR), ""
     )
     repeats = F.size(F.array_distinct(path)) < F.size(path)
-    hops = F.col(PROPERTIES).getItem(REPL_HOPS).cast("long")
+    hops = F.col(PROPERTIES).getItem(REPL_HOPS).try_cast("long")  # malformed: no verdict
     too_many = F.coalesce(hops > F.lit(max(len(regions) - 1, 0)), F.lit(False))
     return records.where(is_valid()).select(
         REGION,

@@ -72,7 +72,11 @@ def read_region(spark: SparkSession, region: str, path: str, fmt: str) -> DataFr
 
 
 def normalize(frame: DataFrame, region: str) -> DataFrame:
-    """Select and type the audited columns of a json/parquet frame, tagged with ``region``."""
+    """Select and type the audited columns of a json/parquet frame, tagged with ``region``.
+
+    A value that does not convert (a time that is not a timestamp) becomes null, so the record
+    is counted as invalid instead of failing the whole audit.
+    """
     columns = set(frame.columns)
     missing = {MESSAGE_ID, ENQUEUED} - columns
     if missing:
@@ -82,11 +86,11 @@ def normalize(frame: DataFrame, region: str) -> DataFrame:
         if PROPERTIES in columns
         else F.create_map().cast("map<string,string>")
     )
-    sequence = F.col(SEQUENCE).cast("long") if SEQUENCE in columns else F.lit(None).cast("long")
+    sequence = F.col(SEQUENCE).try_cast("long") if SEQUENCE in columns else F.lit(None).cast("long")
     return frame.select(
         F.lit(region).alias(REGION),
         F.col(MESSAGE_ID).cast("string").alias(MESSAGE_ID),
-        F.col(ENQUEUED).cast("timestamp").alias(ENQUEUED),
+        F.col(ENQUEUED).try_cast("timestamp").alias(ENQUEUED),
         properties.alias(PROPERTIES),
         sequence.alias(SEQUENCE),
     )

@@ -180,6 +180,28 @@ def test_without_duplicates_the_duplicates_folder_is_an_empty_dataset(
     assert "first_enqueued_time_utc" in duplicates.columns
 
 
+def test_a_malformed_hop_count_is_no_loop_and_no_failure(spark: Any, tmp_path: Path) -> None:
+    replica_with_bad_hops = {**replica("x", 1, "a", "b")}
+    replica_with_bad_hops["properties"] = {**replica_with_bad_hops["properties"], REPL_HOPS: "many"}
+    report = run(spark, tmp_path, regions={"a": [record("x", 0)], "b": [replica_with_bad_hops]})
+    assert report["loops"] == 0
+    assert report["lag_seconds"]["a->b"]["count"] == 1
+
+
+def test_a_parquet_time_that_is_not_a_timestamp_is_an_invalid_record(
+    spark: Any, tmp_path: Path
+) -> None:
+    rows = [("x", "2024-05-01T12:00:00Z"), ("y", "yesterday-ish")]
+    for region in ("a", "b"):
+        frame = spark.createDataFrame(rows, "message_id string, enqueued_time_utc string")
+        frame.write.parquet(str(tmp_path / "in" / region))
+    code = main(["--input", f"a={tmp_path / 'in' / 'a'}", "--input", f"b={tmp_path / 'in' / 'b'}",
+                 "--format", "parquet", "--output", str(tmp_path / "out")])  # fmt: skip
+    assert code == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert (report["invalid_records"], report["total_records"]) == (2, 2)
+
+
 def test_missing_follows_expected_pairs(spark: Any, tmp_path: Path) -> None:
     report = run(spark, tmp_path, "--expect", "weu:neu", "--expect", "neu:eus")
     assert {r: v["missing"] for r, v in report["regions"].items()} == {"weu": 0, "neu": 1, "eus": 0}

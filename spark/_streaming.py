@@ -15,8 +15,8 @@ import logging
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
+from ._audit import is_valid
 from ._inputs import InputError, normalize
 from ._schema import ENQUEUED, INPUT_SCHEMA, MESSAGE_ID, RECORD_COLUMNS
 
@@ -61,7 +61,7 @@ def deduplicate_stream(
         union = union.unionByName(stream)
     deduplicated = (
         union.select(*RECORD_COLUMNS)
-        .where(F.col(MESSAGE_ID).isNotNull() & F.col(ENQUEUED).isNotNull())
+        .where(is_valid())
         .withWatermark(ENQUEUED, watermark)
         .dropDuplicatesWithinWatermark([MESSAGE_ID])
     )

@@ -250,22 +250,31 @@ def lags(summary: DataFrame, regions: RegionIndex) -> DataFrame:
     )
 
 
-def lag_summary(
-    lag_rows: DataFrame, watermark_seconds: float
-) -> tuple[dict[str, dict[str, float | int]], int]:
-    """(per pair: count, exact p50/p95/p99 and max in seconds; clock skew suspects).
+@dataclass(frozen=True)
+class LagFigures:
+    """What one aggregation of the lag rows per region pair yields."""
 
-    A suspect is a replica enqueued before its origin copy by more than the watermark.
-    """
-    rows = (
+    summary: dict[str, dict[str, float | int]]
+    """Per pair: count, exact p50/p95/p99 and max in seconds (report.json's ``lag_seconds``)."""
+    ranges: dict[str, tuple[float, float]]
+    """Per pair: the smallest and largest lag, unrounded (the histograms' bounds)."""
+    clock_skew_suspects: int
+    """Replicas enqueued before their origin copy by more than the watermark."""
+
+
+def lag_figures(lag_rows: DataFrame, watermark_seconds: float) -> LagFigures:
+    """Summary, range and clock skew suspects of every region pair's lags, in one pass."""
+    rows = sorted(
         lag_rows.groupBy("pair")
         .agg(
             F.count(F.lit(1)).alias("count"),
             F.percentile("lag_seconds", F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99))).alias("p"),
+            F.min("lag_seconds").alias("min"),
             F.max("lag_seconds").alias("max"),
             F.count(F.when(F.col("lag_seconds") < -watermark_seconds, 1)).alias("skewed"),
         )
-        .collect()
+        .collect(),
+        key=lambda row: row["pair"],
     )
     summary = {
         row["pair"]: {
@@ -275,26 +284,30 @@ def lag_summary(
             "p99": round(float(row["p"][2]), 3),
             "max": round(float(row["max"]), 3),
         }
-        for row in sorted(rows, key=lambda r: r["pair"])
+        for row in rows
     }
-    return summary, sum(int(row["skewed"]) for row in rows)
+    ranges = {row["pair"]: (float(row["min"]), float(row["max"])) for row in rows}
+    return LagFigures(summary, ranges, sum(int(row["skewed"]) for row in rows))
 
 
-def lag_histograms(lag_rows: DataFrame, bins: int = 20) -> dict[str, dict[str, Any]]:
-    """Per pair: ``bins`` equal-width lag buckets between the pair's min and max lag."""
-    ranges = lag_rows.groupBy("pair").agg(
-        F.min("lag_seconds").alias("lo"), F.max("lag_seconds").alias("hi")
-    )
-    joined = lag_rows.join(F.broadcast(ranges), "pair")
-    width = F.greatest((F.col("hi") - F.col("lo")) / F.lit(bins), F.lit(1e-9))
-    bucket = F.least(F.floor((F.col("lag_seconds") - F.col("lo")) / width), F.lit(bins - 1))
-    rows = joined.groupBy("pair", "lo", "hi", bucket.alias("bucket")).count().collect()
-    histograms: dict[str, dict[str, Any]] = {}
+def lag_histograms(
+    lag_rows: DataFrame, ranges: dict[str, tuple[float, float]], bins: int = 20
+) -> dict[str, dict[str, Any]]:
+    """Per pair: ``bins`` equal-width lag buckets between the pair's ``ranges`` (min, max)."""
+    if not ranges:
+        return {}
+    low = F.when(F.lit(False), F.lit(None))
+    width = F.when(F.lit(False), F.lit(None))
+    for pair, (lo, hi) in ranges.items():
+        low = low.when(F.col("pair") == pair, F.lit(lo))
+        width = width.when(F.col("pair") == pair, F.lit(max((hi - lo) / bins, 1e-9)))
+    bucket = F.least(F.floor((F.col("lag_seconds") - low) / width), F.lit(bins - 1))
+    rows = lag_rows.groupBy("pair", bucket.alias("bucket")).count().collect()
+    histograms: dict[str, dict[str, Any]] = {
+        pair: {"lo": lo, "hi": hi, "counts": [0] * bins} for pair, (lo, hi) in ranges.items()
+    }
     for row in rows:
-        entry = histograms.setdefault(
-            row["pair"], {"lo": float(row["lo"]), "hi": float(row["hi"]), "counts": [0] * bins}
-        )
-        entry["counts"][int(row["bucket"])] = int(row["count"])
+        histograms[row["pair"]]["counts"][int(row["bucket"])] = int(row["count"])
     return dict(sorted(histograms.items()))
 
 

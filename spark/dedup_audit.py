@@ -97,12 +97,16 @@ def run_audit(
         regions_report = audit.region_report(figures, index, expect)
         logger.info("missing per region: %s", {r: f["missing"] for r, f in regions_report.items()})
         lag_rows = audit.lags(summary, index)
-        lag_seconds, skewed = audit.lag_summary(lag_rows, watermark)
+        lags = audit.lag_figures(lag_rows, watermark)
         charts = {
             "timeline": audit.timeline(summary, index, figures),
-            "lag_histograms": audit.lag_histograms(lag_rows),
+            "lag_histograms": audit.lag_histograms(lag_rows, lags.ranges),
         }
-        logger.info("lags of %d region pairs, %d clock skew suspects", len(lag_seconds), skewed)
+        logger.info(
+            "lags of %d region pairs, %d clock skew suspects",
+            len(lags.summary),
+            lags.clock_skew_suspects,
+        )
         copies = audit.classify_copies(
             audit.copy_keys(records, index).repartition(partitions, MESSAGE_ID),
             summary,
@@ -121,8 +125,8 @@ def run_audit(
         "regions": {region: regions_report[region] for region in regions},
         "missing_total": sum(region["missing"] for region in regions_report.values()),
         "loops": int(figures["loops"]),
-        "lag_seconds": lag_seconds,
-        "clock_skew_suspects": skewed,
+        "lag_seconds": lags.summary,
+        "clock_skew_suspects": lags.clock_skew_suspects,
         "late_records": late,
         "invalid_records": invalid,
     }

@@ -9,6 +9,8 @@ with clock skew), writes them as parquet per region, then times, with ``local[2]
 - the batch audit including report and writing ``unique/`` and ``duplicates/`` (``run_audit``);
 - DuckDB computing the same ``unique`` set (earliest copy per message id) from the same files.
 
+Before the timed runs, one untimed audit of ``--warmup`` messages lets the JVM compile its hot
+paths (a first audit in a fresh JVM takes about twice as long; its time is printed apart).
 It prints input records per second, time(largest)/time(smallest) (linear scaling would be the
 size ratio; the target is <= 11 for 10M vs 1M), and the Spark/DuckDB time ratio. Then it runs the
 ``--streaming`` deduplication on the smallest size split into files and prints the largest number
@@ -111,6 +113,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--streaming-size", type=int, default=200_000)
+    parser.add_argument("--warmup", type=int, default=100_000, help="messages; 0: none")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     spark = (
@@ -126,6 +129,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
     timings = {}
     try:
+        if args.warmup:
+            paths = generate(spark, args.warmup, work / "in-warmup", files_per_region=4)
+            seconds, records = time_spark(spark, paths, work / "out-warmup")
+            print(f"warm-up (not counted): {records:,} records in {seconds:.1f} s", flush=True)
         for size in sizes:
             paths = generate(spark, size, work / f"in-{size}", files_per_region=4)
             seconds, records = time_spark(spark, paths, work / f"out-{size}")

@@ -3,8 +3,7 @@
 Definitions (they are the report's keys; see spark/README.md):
 
 - a *copy* is one record, in one region; the *first copy* of a message is its earliest copy by
-  enqueue time (ties: region name, then sequence number, a missing one first), which is what
-  ``unique/`` keeps;
+  enqueue time (ties: the region first in name order), which is what ``unique/`` keeps;
 - the *origin* of a message is its ``repl-origin`` property, or else the region of its earliest
   copy without ``repl-origin`` (the copy an application published);
 - the *lag* of a message in region R is R's first copy's enqueue time minus the origin's first
@@ -14,10 +13,12 @@ Definitions (they are the report's keys; see spark/README.md):
 - a *late record* is a duplicate copy enqueued more than the watermark after the message's
   first copy: streaming deduplication within the watermark cannot recognize it.
 
-How it stays fast: every figure is derived from one row per message (``message_summary``), an
-aggregation whose results are all fixed-width numbers (counts, minimums and one packed ordering
-key instead of a struct), which Spark runs as a hash aggregation rather than sorting every copy;
-copies are then matched with their message's first copy by one hash join (``classify_copies``).
+How it stays fast: copies are reduced to a few numbers as they are read (time in µs, region
+number, a copy id, origin number, loop flag; the properties map is not carried further), and
+every figure is derived from one row per message (``message_summary``), an aggregation whose
+results are all 64-bit numbers, which Spark runs as a hash aggregation rather than sorting every
+copy. ``unique/`` is written straight from that summary; only the duplicates need the copies
+again, matched with their message by one hash join (``duplicate_copies``).
 """
 
 from __future__ import annotations
@@ -34,17 +35,9 @@ from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH, SEPARATOR
 
 from ._schema import ENQUEUED, MESSAGE_ID, PROPERTIES, REGION, SEQUENCE
 
-_DECIMAL = "decimal(38,0)"
-_LONG_MIN = -(2**63)
-# A copy's ordering key packs (enqueue time in µs, region number, sequence number) into one
-# decimal: (time * regions + region) * _SEQUENCE_SPAN + sequence slot. The slot is 0 for a
-# missing sequence number and sequence - Long.MIN + 1 otherwise, so it fits [0, 2**64].
-_SEQUENCE_SPAN = 2**64 + 1
-
-KIND = "kind"
-"""Column of ``classify_copies``: ``unique`` for a message's first copy, else ``duplicates``."""
-
-UNIQUE, DUPLICATES = "unique", "duplicates"
+MAX_REGIONS = 36
+"""A copy's ordering key is ``time_µs * regions + region``; with at most 36 regions it fits a
+64-bit integer for every timestamp Spark can hold (up to 9999-12-31)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +48,10 @@ class RegionIndex:
 
     @classmethod
     def of(cls, regions: Iterable[str]) -> RegionIndex:
-        return cls(tuple(sorted(set(regions))))
+        names = tuple(sorted(set(regions)))
+        if len(names) > MAX_REGIONS:
+            raise ValueError(f"{len(names)} regions: the audit handles at most {MAX_REGIONS}")
+        return cls(names)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -91,84 +87,101 @@ def is_valid() -> Column:
     return F.col(MESSAGE_ID).isNotNull() & (F.length(MESSAGE_ID) > 0) & F.col(ENQUEUED).isNotNull()
 
 
-def copy_keys(records: DataFrame, regions: RegionIndex) -> DataFrame:
-    """Valid records with the numbers the audit works on.
+def copy_keys(records: DataFrame, regions: RegionIndex, *, replication: bool = True) -> DataFrame:
+    """Valid records reduced to the numbers the audit works on.
 
-    ``t``: enqueue time in µs; ``r``: region number; ``rank``: the packed ordering key (smallest
-    = first copy); ``o``: number of the declared ``repl-origin`` (null without one);
-    ``looped``: 1 when this copy's path or hop count shows a loop.
+    ``message_id``; ``t``: enqueue time in µs; ``r``: region number; ``sequence_number``;
+    ``copy_id``: unique per record and the same on every read of the same ``records`` frame
+    (Spark's ``monotonically_increasing_id`` over the scan, whose files were listed once when the
+    frame was made), so a second pass finds the first copy again.
+    With ``replication``: ``o``, the number of the declared ``repl-origin`` (null without one),
+    and ``looped``, 1 when this copy's path or hop count shows a loop.
     """
-    micros = F.unix_micros(ENQUEUED)
-    number = regions.number(F.col(REGION))
-    sequence_slot = F.coalesce(
-        F.col(SEQUENCE).cast(_DECIMAL) - F.lit(_LONG_MIN).cast(_DECIMAL) + F.lit(1),
-        F.lit(0).cast(_DECIMAL),
-    )
-    rank = (micros * F.lit(len(regions)) + number).cast(_DECIMAL) * _decimal(
-        _SEQUENCE_SPAN
-    ) + sequence_slot
-    path = F.array_remove(
-        F.split(F.coalesce(F.col(PROPERTIES).getItem(REPL_PATH), F.lit("")), SEPARATOR), ""
-    )
-    repeats = F.size(F.array_distinct(path)) < F.size(path)
-    hops = F.col(PROPERTIES).getItem(REPL_HOPS).try_cast("long")  # malformed: no verdict
-    too_many = F.coalesce(hops > F.lit(max(len(regions) - 1, 0)), F.lit(False))
-    return records.where(is_valid()).select(
-        REGION,
+    columns: list[Column | str] = [
         MESSAGE_ID,
-        ENQUEUED,
-        PROPERTIES,
+        F.unix_micros(ENQUEUED).alias("t"),
+        regions.number(F.col(REGION)).alias("r"),
         SEQUENCE,
-        micros.alias("t"),
-        number.alias("r"),
-        rank.alias("rank"),
-        regions.number(F.col(PROPERTIES).getItem(REPL_ORIGIN), others=regions.elsewhere).alias("o"),
-        (repeats | too_many).cast("int").alias("looped"),
+        F.monotonically_increasing_id().alias("copy_id"),
+    ]
+    if replication:
+        origin = F.col(PROPERTIES).getItem(REPL_ORIGIN)
+        columns += [
+            regions.number(origin, others=regions.elsewhere).alias("o"),
+            _loop_flag(len(regions)).alias("looped"),
+        ]
+    return records.where(is_valid()).select(*columns)
+
+
+def _loop_flag(region_count: int) -> Column:
+    """1 when ``repl-path`` names a namespace twice or ``repl-hops`` > regions - 1, else 0."""
+    path = F.col(PROPERTIES).getItem(REPL_PATH)
+    first_separator = F.instr(path, SEPARATOR)
+    # Most paths have one or two entries: compare those as strings, without building arrays.
+    second_separator = F.expr(
+        f"locate('{SEPARATOR}', {PROPERTIES}['{REPL_PATH}'], "
+        f"instr({PROPERTIES}['{REPL_PATH}'], '{SEPARATOR}') + 1)"
     )
+    head, tail = F.substring_index(path, SEPARATOR, 1), F.substring_index(path, SEPARATOR, -1)
+    entries = F.array_remove(F.split(path, SEPARATOR), "")
+    repeats = (
+        F.when(first_separator == 0, F.lit(False))
+        .when(second_separator == 0, (head == tail) & (F.length(head) > 0))
+        .otherwise(F.size(F.array_distinct(entries)) < F.size(entries))
+    )
+    hops = F.col(PROPERTIES).getItem(REPL_HOPS).try_cast("long")  # malformed: no verdict
+    too_many = F.coalesce(hops > F.lit(max(region_count - 1, 0)), F.lit(False))
+    return (F.coalesce(repeats, F.lit(False)) | too_many).cast("int")
 
 
 def message_summary(copies: DataFrame, regions: RegionIndex) -> DataFrame:
     """One row per message id from ``copy_keys`` rows: everything the report needs.
 
-    ``copies``; ``loop``; ``first_t`` / ``first_r`` / ``first_sequence`` of the first copy;
-    ``origin`` (region number, ``regions.elsewhere`` for an origin outside the audit) and
-    ``origin_t``; per region number i: ``n{i}`` copies there and ``t{i}`` the first one's time.
+    ``copies``; ``loop``; ``first_t`` / ``first_r`` / ``first_sequence`` / ``first_copy`` of the
+    first copy; ``origin`` (region number, ``regions.elsewhere`` for an origin outside the
+    audit) and ``origin_t``; per region number i: ``n{i}`` copies there and ``t{i}`` the first
+    one's time.
+
+    Copies are ordered by one 64-bit key, ``t * regions + r``. Among copies with equal keys
+    (one region, the same microsecond) the first is whichever Spark meets first; both
+    ``min_by`` results come from that same copy, as they share the ordering and its updates.
     """
-    span = _decimal(_SEQUENCE_SPAN)
+    count = len(regions)
+    key = F.col("t") * F.lit(count) + F.col("r")
     per_region = []
-    for index in range(len(regions)):
+    for index in range(count):
         here = F.col("r") == index
         per_region += [
             F.count(F.when(here, 1)).alias(f"n{index}"),
             F.min(F.when(here, F.col("t"))).alias(f"t{index}"),
         ]
     grouped = copies.groupBy(MESSAGE_ID).agg(
-        F.count(F.lit(1)).alias("copies"),
-        F.min("t").alias("first_t"),
-        F.min("rank").alias("first_rank"),
+        F.min(key).alias("first_key"),
+        F.min_by("copy_id", key).alias("first_copy"),
+        F.min_by(SEQUENCE, key).alias("first_sequence"),
         F.max("o").alias("declared_origin"),
-        F.min(F.when(F.col("o").isNull(), F.col("rank"))).alias("published_rank"),
+        F.min(F.when(F.col("o").isNull(), key)).alias("published_key"),
         F.max("looped").alias("loop"),
         *per_region,
     )
-
-    def region_of(rank: str) -> Column:
-        return F.pmod(F.floor(F.col(rank) / span), F.lit(len(regions))).cast("int")
-
-    slot = F.pmod(F.col("first_rank"), span)
-    first_sequence = F.when(slot > 0, slot + _decimal(_LONG_MIN - 1)).cast("long")
-    origin = F.coalesce(F.col("declared_origin"), region_of("published_rank"))
-    times = [F.col(f"t{index}") for index in range(len(regions))]
+    first_r = F.pmod(F.col("first_key"), F.lit(count)).cast("int")
+    first_t = F.expr(f"(first_key - pmod(first_key, {count})) div {count}")
+    origin = F.coalesce(
+        F.col("declared_origin"), F.pmod(F.col("published_key"), F.lit(count)).cast("int")
+    )
+    total = sum((F.col(f"n{index}") for index in range(1, count)), F.col("n0"))
+    times = [F.col(f"t{index}") for index in range(count)]
     return grouped.select(
         MESSAGE_ID,
-        "copies",
+        total.alias("copies"),
         (F.col("loop") > 0).alias("loop"),
-        "first_t",
-        region_of("first_rank").alias("first_r"),
-        first_sequence.alias("first_sequence"),
+        first_t.alias("first_t"),
+        first_r.alias("first_r"),
+        "first_sequence",
+        "first_copy",
         origin.alias("origin"),
         regions.pick(origin, times).alias("origin_t"),
-        *[F.col(f"{c}{index}") for index in range(len(regions)) for c in ("n", "t")],
+        *[F.col(f"{c}{index}") for index in range(count) for c in ("n", "t")],
     )
 
 
@@ -227,7 +240,14 @@ def region_report(
 
 
 def lags(summary: DataFrame, regions: RegionIndex) -> DataFrame:
-    """One row per message and non-origin region holding it: ``pair`` and ``lag_seconds``."""
+    """The lag distribution: per region ``pair`` and ``lag_seconds`` value, how many ``messages``.
+
+    A message counts once for every non-origin region holding it. ``pair`` is
+    ``origin * regions + target`` (numbers are cheaper to group than names; ``pair_name`` turns
+    it into ``"SRC->DST"``). Equal lags are counted together first: enqueue times have
+    millisecond resolution in Azure, so millions of lags take a few thousand values, and the
+    exact percentiles then sort those values instead of every lag.
+    """
     per_target = F.explode(
         F.array(
             *[
@@ -242,12 +262,20 @@ def lags(summary: DataFrame, regions: RegionIndex) -> DataFrame:
     rows = summary.select("origin", per_target.alias("x")).where(
         (F.col("x.target") != F.col("origin")) & F.col("x.lag").isNotNull()
     )
-    return rows.select(
-        F.concat(regions.name(F.col("origin")), F.lit("->"), regions.name(F.col("x.target"))).alias(
-            "pair"
-        ),
-        F.col("x.lag").alias("lag_seconds"),
+    return (
+        rows.select(
+            (F.col("origin") * F.lit(len(regions)) + F.col("x.target")).alias("pair"),
+            F.col("x.lag").alias("lag_seconds"),
+        )
+        .groupBy("pair", "lag_seconds")
+        .agg(F.count(F.lit(1)).alias("messages"))
     )
+
+
+def pair_name(pair: int, regions: RegionIndex) -> str:
+    """``"SRC->DST"`` of a ``lags`` pair number."""
+    source, target = divmod(pair, len(regions))
+    return f"{regions.names[source]}->{regions.names[target]}"
 
 
 @dataclass(frozen=True)
@@ -255,29 +283,32 @@ class LagFigures:
     """What one aggregation of the lag rows per region pair yields."""
 
     summary: dict[str, dict[str, float | int]]
-    """Per pair: count, exact p50/p95/p99 and max in seconds (report.json's ``lag_seconds``)."""
-    ranges: dict[str, tuple[float, float]]
-    """Per pair: the smallest and largest lag, unrounded (the histograms' bounds)."""
+    """Per pair name: count, exact p50/p95/p99 and max in seconds (``lag_seconds``)."""
+    ranges: dict[int, tuple[float, float]]
+    """Per pair number: the smallest and largest lag, unrounded (the histograms' bounds)."""
     clock_skew_suspects: int
     """Replicas enqueued before their origin copy by more than the watermark."""
 
 
-def lag_figures(lag_rows: DataFrame, watermark_seconds: float) -> LagFigures:
-    """Summary, range and clock skew suspects of every region pair's lags, in one pass."""
-    rows = sorted(
+def lag_figures(lag_rows: DataFrame, regions: RegionIndex, watermark_seconds: float) -> LagFigures:
+    """Summary, range and clock skew suspects of every region pair's lags (``lags`` rows)."""
+    rows = (
         lag_rows.groupBy("pair")
         .agg(
-            F.count(F.lit(1)).alias("count"),
-            F.percentile("lag_seconds", F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99))).alias("p"),
+            F.sum("messages").alias("count"),
+            F.percentile(
+                "lag_seconds", F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99)), F.col("messages")
+            ).alias("p"),
             F.min("lag_seconds").alias("min"),
             F.max("lag_seconds").alias("max"),
-            F.count(F.when(F.col("lag_seconds") < -watermark_seconds, 1)).alias("skewed"),
+            F.sum(F.when(F.col("lag_seconds") < -watermark_seconds, F.col("messages"))).alias(
+                "skewed"
+            ),
         )
-        .collect(),
-        key=lambda row: row["pair"],
+        .collect()
     )
     summary = {
-        row["pair"]: {
+        pair_name(int(row["pair"]), regions): {
             "count": int(row["count"]),
             "p50": round(float(row["p"][0]), 3),
             "p95": round(float(row["p"][1]), 3),
@@ -286,14 +317,18 @@ def lag_figures(lag_rows: DataFrame, watermark_seconds: float) -> LagFigures:
         }
         for row in rows
     }
-    ranges = {row["pair"]: (float(row["min"]), float(row["max"])) for row in rows}
-    return LagFigures(summary, ranges, sum(int(row["skewed"]) for row in rows))
+    ranges = {int(row["pair"]): (float(row["min"]), float(row["max"])) for row in rows}
+    skewed = sum(int(row["skewed"] or 0) for row in rows)
+    return LagFigures(dict(sorted(summary.items())), ranges, skewed)
 
 
 def lag_histograms(
-    lag_rows: DataFrame, ranges: dict[str, tuple[float, float]], bins: int = 20
+    lag_rows: DataFrame,
+    regions: RegionIndex,
+    ranges: dict[int, tuple[float, float]],
+    bins: int = 20,
 ) -> dict[str, dict[str, Any]]:
-    """Per pair: ``bins`` equal-width lag buckets between the pair's ``ranges`` (min, max)."""
+    """Per pair name: ``bins`` equal-width lag buckets between the pair's ``ranges``."""
     if not ranges:
         return {}
     low = F.when(F.lit(False), F.lit(None))
@@ -302,13 +337,13 @@ def lag_histograms(
         low = low.when(F.col("pair") == pair, F.lit(lo))
         width = width.when(F.col("pair") == pair, F.lit(max((hi - lo) / bins, 1e-9)))
     bucket = F.least(F.floor((F.col("lag_seconds") - low) / width), F.lit(bins - 1))
-    rows = lag_rows.groupBy("pair", bucket.alias("bucket")).count().collect()
-    histograms: dict[str, dict[str, Any]] = {
+    rows = lag_rows.groupBy("pair", bucket.alias("bucket")).agg(F.sum("messages")).collect()
+    histograms: dict[int, dict[str, Any]] = {
         pair: {"lo": lo, "hi": hi, "counts": [0] * bins} for pair, (lo, hi) in ranges.items()
     }
     for row in rows:
-        histograms[row["pair"]]["counts"][int(row["bucket"])] = int(row["count"])
-    return dict(sorted(histograms.items()))
+        histograms[int(row["pair"])]["counts"][int(row["bucket"])] = int(row[2])
+    return dict(sorted((pair_name(pair, regions), h) for pair, h in histograms.items()))
 
 
 def timeline(
@@ -340,7 +375,24 @@ def timeline(
     return {"start": start, "bucket_seconds": width / 1e6, "series": series}
 
 
-def classify_copies(
+def unique_rows(summary: DataFrame, regions: RegionIndex) -> DataFrame:
+    """``unique/``: every message's first copy and what the audit found about the message.
+
+    Columns: ``message_id``, ``region``, ``enqueued_time_utc``, ``sequence_number`` (of the first
+    copy), ``copies`` (in all regions), ``origin`` (null when outside the audit) and ``loop``.
+    """
+    return summary.select(
+        MESSAGE_ID,
+        regions.name(F.col("first_r")).alias(REGION),
+        F.timestamp_micros("first_t").alias(ENQUEUED),
+        F.col("first_sequence").alias(SEQUENCE),
+        "copies",
+        regions.name(F.col("origin")).alias("origin"),
+        "loop",
+    )
+
+
+def duplicate_copies(
     copies: DataFrame,
     summary: DataFrame,
     regions: RegionIndex,
@@ -348,60 +400,43 @@ def classify_copies(
     *,
     hash_join: bool = True,
 ) -> DataFrame:
-    """Every copy with its message's facts and ``kind``: the first copy or a duplicate.
+    """``duplicates/``: every copy but the first, from ``copy_keys`` rows.
 
-    Columns: the copy (``region``, ``message_id``, ``enqueued_time_utc``, ``properties``,
-    ``sequence_number``), its message's ``first_region``, ``first_enqueued_time_utc``,
-    ``copies``, ``origin`` (null when outside the audit) and ``loop``, whether the copy is
-    ``late`` (more than the watermark after the first copy), and ``kind``.
+    Columns: the copy (``message_id``, ``region``, ``enqueued_time_utc``, ``sequence_number``),
+    its message's ``first_region`` and ``first_enqueued_time_utc``, and whether it is ``late``
+    (more than the watermark after the first copy).
 
     With ``hash_join`` each partition of ``summary`` is held in a hash table (no sort of the
     copies); without, Spark plans its own join (a sort-merge join that can spill to disk).
     """
-    facts = summary.select(
-        MESSAGE_ID, "copies", "loop", "first_t", "first_r", "first_sequence", "origin"
-    )
-    joined = copies.join(facts.hint("shuffle_hash") if hash_join else facts, MESSAGE_ID)
-    is_first = (
-        (F.col("t") == F.col("first_t"))
-        & (F.col("r") == F.col("first_r"))
-        & F.col(SEQUENCE).eqNullSafe(F.col("first_sequence"))
-    )
+    firsts = summary.select(MESSAGE_ID, "first_t", "first_r", "first_copy")
+    joined = copies.join(firsts.hint("shuffle_hash") if hash_join else firsts, MESSAGE_ID)
     late = (F.col("t") - F.col("first_t")) > F.lit(watermark_seconds * 1e6)
-    return joined.select(
+    return joined.where(F.col("copy_id") != F.col("first_copy")).select(
         MESSAGE_ID,
-        REGION,
-        ENQUEUED,
+        regions.name(F.col("r")).alias(REGION),
+        F.timestamp_micros("t").alias(ENQUEUED),
         SEQUENCE,
-        PROPERTIES,
         regions.name(F.col("first_r")).alias("first_region"),
         F.timestamp_micros("first_t").alias("first_enqueued_time_utc"),
-        "copies",
-        regions.name(F.col("origin")).alias("origin"),
-        "loop",
         late.alias("late"),
-        F.when(is_first, F.lit(UNIQUE)).otherwise(F.lit(DUPLICATES)).alias(KIND),
     )
 
 
 def unique_messages(records: DataFrame) -> DataFrame:
-    """One row per message id: its first copy, by a sort-based aggregation.
+    """One row per message id: its first copy (``unique/`` columns without the audit's facts
+    but ``copies``), by a sort-based aggregation.
 
     For the streaming mode's output, which is small and lacks the batch audit's keys.
     """
     order = F.struct(ENQUEUED, REGION, SEQUENCE)
-    first = F.min_by(F.struct(ENQUEUED, REGION, SEQUENCE, PROPERTIES), order).alias("first")
+    first = F.min_by(F.struct(ENQUEUED, REGION, SEQUENCE), order).alias("first")
     return (
         records.groupBy(MESSAGE_ID)
         .agg(first, F.count(F.lit(1)).alias("copies"))
         .select(
             MESSAGE_ID,
             *[F.col("first").getField(c).alias(c) for c in (REGION, ENQUEUED, SEQUENCE)],
-            F.col("first").getField(PROPERTIES).alias(PROPERTIES),
             "copies",
         )
     )
-
-
-def _decimal(value: int) -> Column:
-    return F.lit(str(value)).cast(_DECIMAL)

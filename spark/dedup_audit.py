@@ -18,9 +18,10 @@ import argparse
 import json
 import logging
 import re
-import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ class AuditResult:
 
 
 HASH_JOIN_MESSAGES_PER_PARTITION = 1_000_000
-"""Above this many messages per shuffle partition, copies are matched by a sort-merge join,
+"""Above this many messages per shuffle partition, duplicates are found by a sort-merge join,
 which can spill, instead of a hash table per partition, which must fit in memory."""
 
 
@@ -75,10 +76,10 @@ def run_audit(
     """Every report figure from the normalized records of all regions; writes ``unique/`` and
     ``duplicates/`` under ``output``.
 
-    Two passes over the input: the first builds one summary row per message (cached), from
-    which every figure is computed; the second matches each copy with its message's summary
-    and writes the copies. Both shuffle by message id into the same partitions, so the
-    matching needs no further exchange.
+    Two passes over the input: the first reduces every message's copies to one summary row
+    (cached), from which every figure and ``unique/`` come; the second matches each copy with
+    its message's summary to list the duplicates. Both shuffle by message id into the same
+    partitions, so the matching needs no further exchange.
     """
     started = time.perf_counter()
     index = audit.RegionIndex.of(regions)
@@ -87,7 +88,10 @@ def run_audit(
     counted = records.observe(observed, F.count(F.when(~audit.is_valid(), 1)).alias("invalid"))
     summary = audit.message_summary(
         audit.copy_keys(counted, index).repartition(partitions, MESSAGE_ID), index
-    ).persist()
+    )
+    # Compressing the cached summary's columns took longer than everything read from it saves.
+    with session_conf(records.sparkSession, {_CACHE_COMPRESSED: "false"}):
+        summary.persist()
     try:
         figures = audit.summary_figures(summary, index, expect)
         invalid = int(observed.get["invalid"])
@@ -97,25 +101,32 @@ def run_audit(
         regions_report = audit.region_report(figures, index, expect)
         logger.info("missing per region: %s", {r: f["missing"] for r, f in regions_report.items()})
         lag_rows = audit.lags(summary, index)
-        lags = audit.lag_figures(lag_rows, watermark)
+        lags = audit.lag_figures(lag_rows, index, watermark)
         charts = {
             "timeline": audit.timeline(summary, index, figures),
-            "lag_histograms": audit.lag_histograms(lag_rows, lags.ranges),
+            "lag_histograms": audit.lag_histograms(lag_rows, index, lags.ranges),
         }
         logger.info(
             "lags of %d region pairs, %d clock skew suspects",
             len(lags.summary),
             lags.clock_skew_suspects,
         )
-        copies = audit.classify_copies(
-            audit.copy_keys(records, index).repartition(partitions, MESSAGE_ID),
+        write_parquet(audit.unique_rows(summary, index), output / "unique")
+        logger.info("wrote unique/")
+        duplicates = audit.duplicate_copies(
+            audit.copy_keys(records, index, replication=False).repartition(partitions, MESSAGE_ID),
             summary,
             index,
             watermark,
             hash_join=unique <= HASH_JOIN_MESSAGES_PER_PARTITION * partitions,
         )
-        late = write_copies(copies, output)
-        logger.info("wrote unique/ and duplicates/ (%d late copies)", late)
+        late_observed = Observation("late")
+        write_parquet(
+            duplicates.observe(late_observed, F.count(F.when(F.col("late"), 1)).alias("late")),
+            output / "duplicates",
+        )
+        late = int(late_observed.get["late"])
+        logger.info("wrote duplicates/ (%d late copies)", late)
     finally:
         summary.unpersist()
     report = {
@@ -134,25 +145,37 @@ def run_audit(
     return AuditResult(report, charts)
 
 
-def write_copies(copies: DataFrame, output: Path) -> int:
-    """Write first copies to ``output/unique`` and the others to ``output/duplicates`` in one
-    pass (a write partitioned by kind, then the two folders moved into place); return the
-    number of late copies, counted while writing."""
-    observed = Observation("late")
-    staging = output / "_copies"
-    counted = copies.observe(observed, F.count(F.when(F.col("late"), 1)).alias("late"))
-    counted.write.mode("overwrite").partitionBy(audit.KIND).parquet(str(staging))
-    for kind in (audit.UNIQUE, audit.DUPLICATES):
-        target = output / kind
-        shutil.rmtree(target, ignore_errors=True)
-        written = staging / f"{audit.KIND}={kind}"
-        if written.exists():
-            written.rename(target)
-        else:  # no copy of this kind: still a readable (empty) dataset
-            schema = copies.drop(audit.KIND).schema
-            copies.sparkSession.createDataFrame([], schema).write.parquet(str(target))
-    shutil.rmtree(staging)
-    return int(observed.get["late"])
+_TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+_CACHE_COMPRESSED = "spark.sql.inMemoryColumnarStorage.compressed"
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Apply SQL ``settings`` while the block runs, then restore what the session had."""
+    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, earlier in previous.items():
+            if earlier is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, earlier)
+
+
+def write_parquet(frame: DataFrame, path: Path) -> None:
+    """Write ``frame`` to ``path`` (replacing it), the way the audit's outputs are written.
+
+    Times are stored as ``TIMESTAMP_MICROS``, the standard Parquet type, instead of Spark's
+    default legacy ``INT96`` (slower to write). Message ids get no dictionary: they are nearly
+    all distinct, so building one per page is work that Parquet then discards.
+    """
+    with session_conf(frame.sparkSession, {_TIMESTAMP_TYPE: "TIMESTAMP_MICROS"}):
+        frame.write.mode("overwrite").option(
+            f"parquet.enable.dictionary#{MESSAGE_ID}", "false"
+        ).parquet(str(path))
 
 
 def _size_shuffles_for_local_runs(spark: SparkSession) -> None:
@@ -186,6 +209,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if region in inputs:
             parser.error(f"--input: region {region!r} given twice")
         inputs[region] = path
+    if len(inputs) > audit.MAX_REGIONS:
+        parser.error(f"--input: {len(inputs)} regions, at most {audit.MAX_REGIONS} are supported")
     expect: list[tuple[str, str]] = []
     for item in args.expect:
         source, sep, target = item.partition(":")
@@ -238,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_state_rows": stats.max_state_rows,
             "dropped_by_watermark": stats.dropped_by_watermark,
         }
-        audit.unique_messages(streamed).write.mode("overwrite").parquet(str(output / "unique"))
+        write_parquet(audit.unique_messages(streamed), output / "unique")
     (output / "report.json").write_text(json.dumps(result.report, indent=2) + "\n")
     (output / "report.html").write_text(render(result.report, result.charts))
     logger.info("wrote %s", output)

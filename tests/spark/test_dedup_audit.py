@@ -139,7 +139,7 @@ def test_unique_keeps_the_earliest_copy_and_duplicates_list_the_rest(
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
 
-def test_ties_in_time_go_to_the_region_name_then_the_smallest_sequence_number(
+def test_ties_in_time_go_to_the_region_name_and_one_copy_per_region_is_kept(
     spark: Any, tmp_path: Path
 ) -> None:
     def copy(message_id: str, sequence: int | None, origin: str | None = None) -> dict[str, Any]:
@@ -147,26 +147,28 @@ def test_ties_in_time_go_to_the_region_name_then_the_smallest_sequence_number(
         return {**item, "sequence_number": sequence}
 
     regions = {
-        # Same microsecond everywhere: "a" wins over "b" by name; within "b", sequence 3 over 7,
-        # and a copy without a sequence number over one with.
+        # Same microsecond everywhere: "a" wins over "b" by name. Within one region, exactly one
+        # of the simultaneous copies is kept (which one is unspecified) and the rest are listed.
         "b": [copy("x", 7, "a"), copy("x", 3, "a"), copy("y", 9), copy("y", None)],
-        "a": [copy("x", 50), copy("z", 4), copy("z", 2)],
+        "a": [copy("x", 50), copy("z", 4), copy("z", 4), copy("z", 2)],
     }
     report = run(spark, tmp_path, regions=regions)
     assert report["unique_messages"] == 3
-    assert report["duplicate_records"] == 4
+    assert report["duplicate_records"] == 5
     unique = {
         r["message_id"]: r for r in spark.read.parquet(str(tmp_path / "out" / "unique")).collect()
     }
     assert (unique["x"]["region"], unique["x"]["sequence_number"]) == ("a", 50)
-    assert (unique["y"]["region"], unique["y"]["sequence_number"]) == ("b", None)
-    assert (unique["z"]["region"], unique["z"]["sequence_number"]) == ("a", 2)
     assert unique["x"]["copies"] == 3
     assert unique["x"]["origin"] == "a"
+    assert unique["y"]["region"] == "b"
+    assert unique["z"]["region"] == "a"
     duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates")).collect()
-    assert sorted((r["message_id"], r["region"], r["sequence_number"]) for r in duplicates) == [
-        ("x", "b", 3), ("x", "b", 7), ("y", "b", 9), ("z", "a", 4),
-    ]  # fmt: skip
+    listed = [(r["message_id"], r["region"], r["sequence_number"] or 0) for r in duplicates]
+    kept = [(m, unique[m]["region"], unique[m]["sequence_number"] or 0) for m in ("x", "y", "z")]
+    every_copy = [("x", "a", 50), ("x", "b", 3), ("x", "b", 7), ("y", "b", 0), ("y", "b", 9),
+                  ("z", "a", 2), ("z", "a", 4), ("z", "a", 4)]  # fmt: skip
+    assert sorted([*listed, *kept]) == every_copy  # each copy exactly once, in one folder
     assert {(r["first_region"], r["late"]) for r in duplicates} == {("a", False), ("b", False)}
 
 
@@ -186,6 +188,32 @@ def test_a_malformed_hop_count_is_no_loop_and_no_failure(spark: Any, tmp_path: P
     report = run(spark, tmp_path, regions={"a": [record("x", 0)], "b": [replica_with_bad_hops]})
     assert report["loops"] == 0
     assert report["lag_seconds"]["a->b"]["count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "hops", "looped"),
+    [
+        ("a;b", "1", 0),
+        ("a;a", "1", 1),  # two entries, the same namespace twice
+        ("a;b;c;b", "1", 1),  # longer paths: any namespace twice
+        ("a;b;c", "1", 0),
+        ("a;;b", "1", 0),  # empty entries are no namespace
+        ("a;", "1", 0),
+        (";", "1", 0),
+        ("a", "1", 0),
+        ("a;b", "3", 1),  # more hops than 3 regions allow
+    ],
+)
+def test_the_loop_flag_of_a_copy(spark: Any, path: str, hops: str, looped: int) -> None:
+    from spark._audit import RegionIndex, copy_keys
+
+    copy = ("b", "x", T0, {REPL_ORIGIN: "a", REPL_PATH: path, REPL_HOPS: hops}, 1)
+    records = spark.createDataFrame(
+        [copy], "region string, message_id string, enqueued_time_utc timestamp, "
+        "properties map<string,string>, sequence_number long",
+    )  # fmt: skip
+    row = copy_keys(records, RegionIndex.of(["a", "b", "c"])).first()
+    assert (row["o"], row["looped"]) == (0, looped)
 
 
 def test_a_parquet_time_that_is_not_a_timestamp_is_an_invalid_record(

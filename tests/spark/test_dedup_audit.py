@@ -280,3 +280,15 @@ def test_a_bad_input_path_is_a_clear_error(spark: Any, tmp_path: Path, caplog: A
     code = main(["--input", f"x={tmp_path / 'absent'}", "--output", str(tmp_path / "out")])
     assert code == 2
     assert "region x" in caplog.text
+
+
+def test_session_settings_are_restored_after_the_audit_changes_them(spark: Any) -> None:
+    from spark.dedup_audit import session_conf
+
+    key, unset_key = "spark.sql.parquet.outputTimestampType", "spark.replication.test.unset"
+    spark.conf.set(key, "INT96")
+    with session_conf(spark, {key: "TIMESTAMP_MICROS", unset_key: "x"}):
+        assert (spark.conf.get(key), spark.conf.get(unset_key)) == ("TIMESTAMP_MICROS", "x")
+    assert spark.conf.get(key) == "INT96"
+    assert spark.conf.get(unset_key, None) is None
+    spark.conf.unset(key)

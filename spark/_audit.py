@@ -337,12 +337,16 @@ def lag_histograms(
         low = low.when(F.col("pair") == pair, F.lit(lo))
         width = width.when(F.col("pair") == pair, F.lit(max((hi - lo) / bins, 1e-9)))
     bucket = F.least(F.floor((F.col("lag_seconds") - low) / width), F.lit(bins - 1))
-    rows = lag_rows.groupBy("pair", bucket.alias("bucket")).agg(F.sum("messages")).collect()
+    rows = (
+        lag_rows.groupBy("pair", bucket.alias("bucket"))
+        .agg(F.sum("messages").alias("messages"))
+        .collect()
+    )
     histograms: dict[int, dict[str, Any]] = {
         pair: {"lo": lo, "hi": hi, "counts": [0] * bins} for pair, (lo, hi) in ranges.items()
     }
     for row in rows:
-        histograms[int(row["pair"])]["counts"][int(row["bucket"])] = int(row[2])
+        histograms[int(row["pair"])]["counts"][int(row["bucket"])] = int(row["messages"])
     return dict(sorted((pair_name(pair, regions), h) for pair, h in histograms.items()))
 
 

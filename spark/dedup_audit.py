@@ -72,9 +72,11 @@ def run_audit(
     watermark: float,
     expect: list[tuple[str, str]],
     output: Path,
+    *,
+    write_unique: bool = True,
 ) -> AuditResult:
-    """Every report figure from the normalized records of all regions; writes ``unique/`` and
-    ``duplicates/`` under ``output``.
+    """Every report figure from the normalized records of all regions; writes ``unique/`` (unless
+    not ``write_unique``: the streaming mode writes its own) and ``duplicates/`` under ``output``.
 
     Two passes over the input: the first reduces every message's copies to one summary row
     (cached), from which every figure and ``unique/`` come; the second matches each copy with
@@ -111,8 +113,9 @@ def run_audit(
             len(lags.summary),
             lags.clock_skew_suspects,
         )
-        write_parquet(audit.unique_rows(summary, index), output / "unique")
-        logger.info("wrote unique/")
+        if write_unique:
+            write_parquet(audit.unique_rows(summary, index), output / "unique")
+            logger.info("wrote unique/")
         duplicates = audit.duplicate_copies(
             audit.copy_keys(records, index, replication=False).repartition(partitions, MESSAGE_ID),
             summary,
@@ -244,7 +247,12 @@ def main(argv: list[str] | None = None) -> int:
         records = read_inputs(spark, args.inputs, args.format)
         output.mkdir(parents=True, exist_ok=True)
         result = run_audit(
-            records, list(args.inputs), args.watermark_seconds, args.expect_pairs, output
+            records,
+            list(args.inputs),
+            args.watermark_seconds,
+            args.expect_pairs,
+            output,
+            write_unique=not args.streaming,
         )
     except InputError as error:
         logger.error("%s", error)

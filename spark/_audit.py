@@ -433,8 +433,7 @@ def unique_messages(records: DataFrame) -> DataFrame:
 
     For the streaming mode's output, which is small and lacks the batch audit's keys.
     """
-    order = F.struct(ENQUEUED, REGION, SEQUENCE)
-    first = F.min_by(F.struct(ENQUEUED, REGION, SEQUENCE), order).alias("first")
+    first = F.min(F.struct(ENQUEUED, REGION, SEQUENCE)).alias("first")
     return (
         records.groupBy(MESSAGE_ID)
         .agg(first, F.count(F.lit(1)).alias("copies"))

@@ -23,7 +23,7 @@ again, matched with their message by one hash join (``duplicate_copies``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -248,24 +248,14 @@ def lags(summary: DataFrame, regions: RegionIndex) -> DataFrame:
     millisecond resolution in Azure, so millions of lags take a few thousand values, and the
     exact percentiles then sort those values instead of every lag.
     """
-    per_target = F.explode(
-        F.array(
-            *[
-                F.struct(
-                    F.lit(index).alias("target"),
-                    ((F.col(f"t{index}") - F.col("origin_t")) / F.lit(1e6)).alias("lag"),
-                )
-                for index in range(len(regions))
-            ]
-        )
-    )
-    rows = summary.select("origin", per_target.alias("x")).where(
-        (F.col("x.target") != F.col("origin")) & F.col("x.lag").isNotNull()
+    lag = _per_region(regions, lambda i: (F.col(f"t{i}") - F.col("origin_t")) / F.lit(1e6))
+    rows = summary.select("origin", lag.alias("x")).where(
+        (F.col("x.region") != F.col("origin")) & F.col("x.value").isNotNull()
     )
     return (
         rows.select(
-            (F.col("origin") * F.lit(len(regions)) + F.col("x.target")).alias("pair"),
-            F.col("x.lag").alias("lag_seconds"),
+            (F.col("origin") * F.lit(len(regions)) + F.col("x.region")).alias("pair"),
+            F.col("x.value").alias("lag_seconds"),
         )
         .groupBy("pair", "lag_seconds")
         .agg(F.count(F.lit(1)).alias("messages"))
@@ -360,16 +350,9 @@ def timeline(
         return {"start": None, "bucket_seconds": 0, "series": {}}
     lo, hi = min(lows), max(highs)
     width = max((hi - lo) // buckets + 1, 1)
-    arrivals = F.explode(
-        F.array(
-            *[
-                F.struct(F.lit(i).alias("region"), F.col(f"t{i}").alias("t"))
-                for i in range(len(regions))
-            ]
-        )
-    )
-    points = summary.select(arrivals.alias("x")).where(F.col("x.t").isNotNull())
-    bucket = F.least(F.floor((F.col("x.t") - F.lit(lo)) / F.lit(width)), F.lit(buckets - 1))
+    arrivals = _per_region(regions, lambda i: F.col(f"t{i}"))
+    points = summary.select(arrivals.alias("x")).where(F.col("x.value").isNotNull())
+    bucket = F.least(F.floor((F.col("x.value") - F.lit(lo)) / F.lit(width)), F.lit(buckets - 1))
     rows = points.groupBy(F.col("x.region").alias("region"), bucket.alias("bucket")).count()
     series: dict[str, list[int]] = {}
     for row in rows.collect():
@@ -377,6 +360,18 @@ def timeline(
         series.setdefault(name, [0] * buckets)[int(row["bucket"])] = int(row["count"])
     start = datetime.fromtimestamp(lo / 1e6, UTC).isoformat()
     return {"start": start, "bucket_seconds": width / 1e6, "series": series}
+
+
+def _per_region(regions: RegionIndex, value: Callable[[int], Column]) -> Column:
+    """Explodes a summary row into one row per region number i: ``region`` and ``value(i)``."""
+    return F.explode(
+        F.array(
+            *[
+                F.struct(F.lit(i).alias("region"), value(i).alias("value"))
+                for i in range(len(regions))
+            ]
+        )
+    )
 
 
 def unique_rows(summary: DataFrame, regions: RegionIndex) -> DataFrame:

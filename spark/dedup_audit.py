@@ -94,6 +94,8 @@ def run_audit(
     # Compressing the cached summary's columns took longer than everything read from it saves.
     with session_conf(records.sparkSession, {_CACHE_COMPRESSED: "false"}):
         summary.persist()
+    # The lag distribution feeds both the lag figures and the histograms: computed once.
+    lag_rows = audit.lags(summary, index).persist()
     try:
         figures = audit.summary_figures(summary, index, expect)
         invalid = int(observed.get["invalid"])
@@ -102,7 +104,6 @@ def run_audit(
         logger.info("%d unique messages, %d duplicate copies", unique, total - unique)
         regions_report = audit.region_report(figures, index, expect)
         logger.info("missing per region: %s", {r: f["missing"] for r, f in regions_report.items()})
-        lag_rows = audit.lags(summary, index)
         lags = audit.lag_figures(lag_rows, index, watermark)
         charts = {
             "timeline": audit.timeline(summary, index, figures),
@@ -131,6 +132,7 @@ def run_audit(
         late = int(late_observed.get["late"])
         logger.info("wrote duplicates/ (%d late copies)", late)
     finally:
+        lag_rows.unpersist()
         summary.unpersist()
     report = {
         "total_records": total,

@@ -7,12 +7,17 @@
 #
 # Setup is idempotent: it creates .venv, installs requirements-dev.txt (again only when it
 # changed), installs Java 17 with apt-get when PySpark needs it and none is present, and for
-# the tests installs Azurite from npm (package-lock.json) into node_modules/.
+# the tests installs Azurite from npm (package-lock.json) into node_modules/ and creates
+# .venv-host, a Python 3.13 environment with the Functions Python worker runtime for the
+# host-protocol tests (tests/host/).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PYTHON="${PYTHON:-python3}"
 VENV=".venv"
+HOST_VENV=".venv-host"
+# The compiled FunctionRpc protocol ships in this wheel (see tests/host/install_rpc.py).
+RPC_WHEEL="azure-functions-runtime-v1==1.2.0"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
@@ -77,6 +82,41 @@ ensure_venv() {
     fi
 }
 
+find_python313() {
+    # The worker runtime the host-protocol tests drive needs Python 3.13 (HOST_PYTHON overrides).
+    local candidate
+    for candidate in "${HOST_PYTHON:-}" python3.13 "$HOME"/.pyenv/versions/3.13*/bin/python3.13 \
+        /usr/local/bin/python3.13 /usr/bin/python3.13; do
+        if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 &&
+            "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' 2>/dev/null; then
+            echo "$candidate"
+            return
+        fi
+    done
+    echo "error: the host-protocol tests need Python 3.13; install it (pyenv install 3.13) or set HOST_PYTHON" >&2
+    exit 1
+}
+
+ensure_host_venv() {
+    local python stamp wanted
+    if [ ! -x "$HOST_VENV/bin/python" ]; then
+        python=$(find_python313)
+        log "creating $HOST_VENV with $python"
+        "$python" -m venv "$HOST_VENV"
+    fi
+    stamp="$HOST_VENV/.requirements.sha256"
+    wanted=$( (cat requirements.txt requirements-host.txt; echo "$RPC_WHEEL") | sha256sum | cut -d' ' -f1)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+        log "installing the host-protocol test environment (requirements-host.txt, $RPC_WHEEL)"
+        "$HOST_VENV/bin/python" -m pip install --quiet --upgrade pip
+        "$HOST_VENV/bin/python" -m pip install --quiet -r requirements-host.txt
+        rm -rf "$HOST_VENV/wheels" "$HOST_VENV/rpc"
+        "$HOST_VENV/bin/python" -m pip download --quiet --no-deps --dest "$HOST_VENV/wheels" "$RPC_WHEEL"
+        "$HOST_VENV/bin/python" tests/host/install_rpc.py "$HOST_VENV"/wheels/*.whl "$HOST_VENV/rpc" >/dev/null
+        echo "$wanted" > "$stamp"
+    fi
+}
+
 run_demo() {
     ensure_venv
     ensure_java
@@ -89,6 +129,7 @@ run_tests() {
     ensure_venv
     ensure_java
     ensure_node_tools
+    ensure_host_venv
     log "ruff (lint and format)"
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
@@ -96,6 +137,9 @@ run_tests() {
     "$VENV/bin/mypy" replication patterns emulator
     log "pytest"
     "$VENV/bin/python" -m pytest "$@"
+    log "pytest: host-protocol tier (Python 3.13, the Functions Python worker runtime)"
+    REPLICATION_EMULATOR_PYTHON="$PWD/$VENV/bin/python" \
+        "$HOST_VENV/bin/python" -m pytest --confcutdir=tests/host -p no:cacheprovider tests/host
 }
 
 run_bench() {

@@ -26,10 +26,16 @@ def _value_end(data: bytes, pos: int) -> int:
 
 
 def text(value: Any) -> str:
-    """An AMQP string, symbol or binary value as text ("" for null)."""
+    """An AMQP string, symbol or binary value as text ("" for null).
+
+    python-qpid-proton hands binary values out as memoryviews into its own buffer: they are
+    copied and decoded here, never formatted with ``str``.
+    """
     if value is None:
         return ""
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
 
 
 def message_sections(data: bytes) -> list[tuple[int, int, int]]:

@@ -306,7 +306,7 @@ class _Session:
             message.decode(encoded)
             key = (message.annotations or {}).get(_PARTITION_KEY, outer_key)
             hub.publish(message, partition_id=partition,
-                        partition_key=None if key is None else str(key), now=now)  # fmt: skip
+                        partition_key=None if key is None else text(key), now=now)  # fmt: skip
 
     # ------------------------------------------------------------ delivering
     def pump_all(self) -> None:

@@ -21,6 +21,20 @@ param roleAssignments array = []
 @description('Replication app settings rendered from the topology.')
 param replicationAppSettings object
 
+@description('Settings a user-assigned identity adds (<connection>__clientId), rendered from the topology with the client id as {identityClientId}.')
+param userAssignedIdentitySettings object = {}
+
+@description('User-assigned managed identity to create (or reuse) in this resource group and run the Function app as; empty (default): the app\'s system-assigned identity.')
+param userAssignedIdentityName string = ''
+
+@description('Python version of the Function app (Flex Consumption).')
+@allowed([
+  '3.11'
+  '3.12'
+  '3.13'
+])
+param pythonVersion string = '3.13'
+
 @description('Create a Key Vault for connection strings of namespaces outside the tenant.')
 param enableKeyVault bool = false
 
@@ -52,6 +66,9 @@ module functionApp 'modules/functionapp.bicep' = {
     name: functionAppName
     location: location
     replicationAppSettings: replicationAppSettings
+    userAssignedIdentitySettings: userAssignedIdentitySettings
+    userAssignedIdentityName: userAssignedIdentityName
+    pythonVersion: pythonVersion
     keyVaultName: keyVaultName
   }
 }

@@ -34,7 +34,10 @@ class Envelope:
     Writable fields (copied to a replica): ``body`` to ``application_properties``.
     Read-only broker facts (set by the broker on receipt, never sent): ``enqueued_time_utc``,
     ``sequence_number``, ``offset`` and ``partition_id`` (Event Hubs), ``delivery_count``,
-    ``dead_letter_reason`` and ``dead_letter_error_description``.
+    ``dead_letter_reason`` and ``dead_letter_error_description``. ``source`` is the logical
+    ``namespace/entity`` of the topology the message was received from (set by the converters);
+    an event without a message-id gets its Service Bus MessageId from it, its partition and its
+    sequence number (``replication.transport.servicebus.replica_ids``).
     """
 
     body: bytes = b""
@@ -59,6 +62,7 @@ class Envelope:
     delivery_count: int | None = None
     dead_letter_reason: str | None = None
     dead_letter_error_description: str | None = None
+    source: str | None = None
 
     def __post_init__(self) -> None:
         body: Any = self.body

@@ -5,7 +5,8 @@ and validated when the host indexes the app, so a bad topology fails deployment-
 with the file and JSON path instead of failing on the first message. No connection is opened
 at indexing: senders are created on first use and reused across invocations.
 
-Triggers (Python v2 programming model, ``cardinality="many"``):
+Triggers (Python v2 programming model, ``cardinality="many"``, ``data_type=BINARY`` so that bodies
+arrive byte-exact; see :mod:`replication.transport.functions` for what else the host sends):
 
 - queue source -> ``service_bus_queue_trigger`` (``<queue>/$DeadLetterQueue`` for spillover);
 - topic subscription -> ``service_bus_topic_trigger``;
@@ -22,7 +23,7 @@ The trigger's ``connection`` is the namespace's ``connection`` setting prefix: i
 import logging
 import os
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import azure.functions as func
 
@@ -34,6 +35,7 @@ from replication.transport.functions import (
     envelopes_from_event_hub_batch,
     envelopes_from_servicebus_batch,
 )
+from replication.transport.logs import quiet_sdk_loggers
 from replication.transport.senders import SenderFactory
 
 logger = logging.getLogger(__name__)
@@ -65,17 +67,29 @@ def build_runner(topology: Topology, task: TaskSpec, factory: SenderFactory) -> 
     return TaskRunner(topology, task, senders, dead_letter)
 
 
-def _servicebus_handler(runner: TaskRunner) -> Callable[..., None]:
+def _source_label(task: TaskSpec) -> str:
+    return f"{task.source.namespace}/{task.source.entity}"
+
+
+def _servicebus_handler(runner: TaskRunner, factory: SenderFactory) -> Callable[..., None]:
+    source = _source_label(runner.task)
+
+    def reread(sequence_numbers: Sequence[int]) -> Mapping[int, Envelope]:
+        return factory.peeker(runner.task.source).peek(sequence_numbers)
+
     def replicate(messages: typing.List[func.ServiceBusMessage]) -> None:  # noqa: UP006
-        outcome = runner.run(envelopes_from_servicebus_batch(messages))
+        envelopes = envelopes_from_servicebus_batch(messages, source=source, reread=reread)
+        outcome = runner.run(envelopes)
         logger.info("%s: %s", runner.task.name, outcome)
 
     return replicate
 
 
 def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
+    source = _source_label(runner.task)
+
     def replicate(messages: typing.List[func.EventHubEvent]) -> None:  # noqa: UP006
-        outcome = runner.run(envelopes_from_event_hub_batch(messages))
+        outcome = runner.run(envelopes_from_event_hub_batch(messages, source=source))
         logger.info("%s: %s", runner.task.name, outcome)
 
     return replicate
@@ -96,6 +110,7 @@ def register_task(
             event_hub_name=source.entity,
             consumer_group=source.consumer_group,
             cardinality=func.Cardinality.MANY,
+            data_type=func.DataType.BINARY,
         )(handler)
         handler = app.retry(
             strategy="exponential_backoff",
@@ -111,7 +126,8 @@ def register_task(
             subscription_name=source.subscription
             + (DEAD_LETTER_QUEUE_SUFFIX if source.dead_letter_queue else ""),
             cardinality=func.Cardinality.MANY,
-        )(_servicebus_handler(runner))
+            data_type=func.DataType.BINARY,
+        )(_servicebus_handler(runner, factory))
     else:
         queue = source.entity + (DEAD_LETTER_QUEUE_SUFFIX if source.dead_letter_queue else "")
         handler = app.service_bus_queue_trigger(
@@ -119,7 +135,8 @@ def register_task(
             connection=namespace.connection,
             queue_name=queue,
             cardinality=func.Cardinality.MANY,
-        )(_servicebus_handler(runner))
+            data_type=func.DataType.BINARY,
+        )(_servicebus_handler(runner, factory))
     app.function_name(name=task.name)(handler)
 
 
@@ -127,6 +144,7 @@ def build_app(
     topology: Topology | None = None, *, environ: dict[str, str] | None = None
 ) -> func.FunctionApp:
     """The Functions app for ``topology`` (default: the file named by ``REPLICATION_TOPOLOGY``)."""
+    quiet_sdk_loggers()
     topology = topology if topology is not None else load_topology()
     factory = SenderFactory(topology, environ if environ is not None else dict(os.environ))
     app = func.FunctionApp()

@@ -1,24 +1,56 @@
-// The replication Function app on the Flex Consumption plan (FC1, Linux, Python 3.11) with a
-// system-assigned managed identity, deployment storage reached by identity (no account keys),
-// Application Insights, and the replication app settings rendered from the topology.
+// The replication Function app on the Flex Consumption plan (FC1, Linux, Python 3.13 by
+// default) with a managed identity (the app's system-assigned one, or a user-assigned one when
+// userAssignedIdentityName is set), deployment storage and AzureWebJobsStorage reached by that
+// identity (no account keys), Application Insights with Entra auth, and the replication app
+// settings rendered from the topology. infra/README.md cites the docs behind each setting.
 param name string
 param location string
 
-@description('Replication app settings (REPLICATION_TOPOLOGY, <connection>__fullyQualifiedNamespace...).')
+@description('Replication app settings (REPLICATION_TOPOLOGY, <connection>__fullyQualifiedNamespace, <connection>__credential...).')
 param replicationAppSettings object
+
+@description('Settings a user-assigned identity adds (<connection>__clientId), with the client id written as {identityClientId}.')
+param userAssignedIdentitySettings object = {}
 
 @description('Key Vault name substituted into Key Vault references, empty when none.')
 param keyVaultName string = ''
+
+@description('User-assigned managed identity to create (or reuse) in this resource group and run the app as; empty: the app\'s system-assigned identity.')
+param userAssignedIdentityName string = ''
+
+// Python versions Azure Functions supports (Supported languages in Azure Functions); Python 3.12
+// is the last one added to Linux Consumption, newer ones only reach Flex Consumption. 3.10 is
+// left out: its support ends in October 2026.
+@description('Python version of the Flex Consumption runtime.')
+@allowed([
+  '3.11'
+  '3.12'
+  '3.13'
+])
+param pythonVersion string = '3.13'
 
 param maximumInstanceCount int = 40
 param instanceMemoryMB int = 2048
 
 var storageName = take('st${uniqueString(resourceGroup().id, name)}', 24)
 var deploymentContainer = 'app-package-${take(uniqueString(name), 8)}'
+// AzureWebJobsStorage needs Storage Blob Data Owner: the host's minimum (locks, keys, the
+// deployment package) and where Event Hubs triggers keep their checkpoints; plus Storage Table
+// Data Contributor for the host's diagnostic events. No queue role: neither blob triggers nor
+// Durable Functions are used ("Configure connections to remote services in Azure Functions").
 var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
-var storageQueueDataContributor = '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
 var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb'
+
+var useUserAssignedIdentity = !empty(userAssignedIdentityName)
+var userAssignedIdentityId = resourceId('Microsoft.ManagedIdentity/userAssignedIdentities', userAssignedIdentityName)
+
+resource userIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2024-11-30' = if (useUserAssignedIdentity) {
+  name: userAssignedIdentityName
+  location: location
+}
+
+var identityClientId = useUserAssignedIdentity ? userIdentity.properties.clientId : ''
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: storageName
@@ -76,21 +108,32 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
 }
 
-var platformSettings = {
+// Host storage and Application Insights by identity; a user-assigned identity is named by its
+// client id in both ("Configure connections to remote services in Azure Functions").
+var platformSettings = union({
   AzureWebJobsStorage__accountName: storage.name
   AzureWebJobsStorage__credential: 'managedidentity'
   APPLICATIONINSIGHTS_CONNECTION_STRING: insights.properties.ConnectionString
-  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'Authorization=AAD'
-}
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: useUserAssignedIdentity ? 'ClientId=${identityClientId};Authorization=AAD' : 'Authorization=AAD'
+}, useUserAssignedIdentity ? {
+  AzureWebJobsStorage__clientId: identityClientId
+} : {})
 
-// Key Vault references carry the vault name, known only at deployment.
+// Key Vault references carry the vault name, and a user-assigned identity's settings its client
+// id, both known only at deployment.
 var replicationSettings = empty(keyVaultName) ? replicationAppSettings : json(replace(string(replicationAppSettings), '{keyVaultName}', keyVaultName))
+var identitySettings = useUserAssignedIdentity ? json(replace(string(userAssignedIdentitySettings), '{identityClientId}', identityClientId)) : {}
 
 resource app 'Microsoft.Web/sites@2024-04-01' = {
   name: name
   location: location
   kind: 'functionapp,linux'
-  identity: {
+  identity: useUserAssignedIdentity ? {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${userAssignedIdentityId}': {}
+    }
+  } : {
     type: 'SystemAssigned'
   }
   tags: {
@@ -99,12 +142,18 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
+    // Key Vault references resolve with the system-assigned identity unless told otherwise
+    // ("Use Key Vault references as app settings").
+    keyVaultReferenceIdentity: useUserAssignedIdentity ? userAssignedIdentityId : 'SystemAssigned'
     functionAppConfig: {
       deployment: {
         storage: {
           type: 'blobContainer'
           value: '${storage.properties.primaryEndpoints.blob}${deploymentContainer}'
-          authentication: {
+          authentication: useUserAssignedIdentity ? {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: userAssignedIdentityId
+          } : {
             type: 'SystemAssignedIdentity'
           }
         }
@@ -115,7 +164,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
       }
       runtime: {
         name: 'python'
-        version: '3.11'
+        version: pythonVersion
       }
     }
     siteConfig: {
@@ -124,54 +173,50 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
   }
   dependsOn: [
     container
+    userIdentity
   ]
 }
+
+var principalId = useUserAssignedIdentity ? userIdentity.properties.principalId : app.identity.principalId
+
+// The role assignments below are named as before for the system-assigned identity; a
+// user-assigned identity gets names of its own, because an assignment's principal can't change.
 
 resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
   parent: app
   name: 'appsettings'
-  properties: union(platformSettings, replicationSettings)
+  properties: union(platformSettings, replicationSettings, identitySettings)
 }
 
 resource blobOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   scope: storage
-  name: guid(storage.id, app.id, storageBlobDataOwner)
+  name: useUserAssignedIdentity ? guid(storage.id, app.id, userAssignedIdentityName, storageBlobDataOwner) : guid(storage.id, app.id, storageBlobDataOwner)
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataOwner)
-    principalId: app.identity.principalId
-    principalType: 'ServicePrincipal'
-  }
-}
-
-resource queueContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  scope: storage
-  name: guid(storage.id, app.id, storageQueueDataContributor)
-  properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageQueueDataContributor)
-    principalId: app.identity.principalId
+    principalId: principalId
     principalType: 'ServicePrincipal'
   }
 }
 
 resource tableContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   scope: storage
-  name: guid(storage.id, app.id, storageTableDataContributor)
+  name: useUserAssignedIdentity ? guid(storage.id, app.id, userAssignedIdentityName, storageTableDataContributor) : guid(storage.id, app.id, storageTableDataContributor)
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
-    principalId: app.identity.principalId
+    principalId: principalId
     principalType: 'ServicePrincipal'
   }
 }
 
 resource metricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   scope: insights
-  name: guid(insights.id, app.id, monitoringMetricsPublisher)
+  name: useUserAssignedIdentity ? guid(insights.id, app.id, userAssignedIdentityName, monitoringMetricsPublisher) : guid(insights.id, app.id, monitoringMetricsPublisher)
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', monitoringMetricsPublisher)
-    principalId: app.identity.principalId
+    principalId: principalId
     principalType: 'ServicePrincipal'
   }
 }
 
 output name string = app.name
-output principalId string = app.identity.principalId
+output principalId string = principalId

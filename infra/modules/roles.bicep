@@ -1,6 +1,13 @@
 // One data-plane role for the Function app's identity, scoped to one entity: Data Receiver on a
 // task's source, Data Sender on its targets. Never namespace-wide, never Owner, never keys.
-@description('namespace, entityType (queue | topic | eventhub), entity, role, roleDefinitionId.')
+//
+// A task reading a topic subscription gets Data Receiver on that subscription, not on the topic:
+// Service Bus accepts role assignments at the queue, topic or subscription scope ("Authenticate
+// a managed identity with Microsoft Entra ID to access Azure Service Bus resources", Resource
+// scope), and the Functions docs require the topic trigger's role to have "effective scope over
+// the Service Bus subscription resource" ("Configure connections to remote services in Azure
+// Functions", Grant permissions to an identity).
+@description('namespace, entityType (queue | topic | subscription | eventhub), entity, subscription (for entityType subscription: entity is its topic), role, roleDefinitionId.')
 param assignment object
 
 @description('Object id of the Function app managed identity.')
@@ -8,12 +15,20 @@ param principalId string
 
 var roleDefinitionId = subscriptionResourceId('Microsoft.Authorization/roleDefinitions', assignment.roleDefinitionId)
 
+// Only subscription assignments carry a subscription name; the others get a stand-in so that
+// the unused existing-resource name below is still well formed.
+var subscriptionName = contains(assignment, 'subscription') ? assignment.subscription : 'none'
+
 resource queue 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' existing = if (assignment.entityType == 'queue') {
   name: '${assignment.namespace}/${assignment.entity}'
 }
 
 resource topic 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' existing = if (assignment.entityType == 'topic') {
   name: '${assignment.namespace}/${assignment.entity}'
+}
+
+resource topicSubscription 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2024-01-01' existing = if (assignment.entityType == 'subscription') {
+  name: '${assignment.namespace}/${assignment.entity}/${subscriptionName}'
 }
 
 resource eventHub 'Microsoft.EventHub/namespaces/eventhubs@2024-01-01' existing = if (assignment.entityType == 'eventhub') {
@@ -33,6 +48,16 @@ resource onQueue 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (assi
 resource onTopic 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (assignment.entityType == 'topic') {
   scope: topic
   name: guid(topic.id, principalId, roleDefinitionId)
+  properties: {
+    roleDefinitionId: roleDefinitionId
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource onSubscription 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (assignment.entityType == 'subscription') {
+  scope: topicSubscription
+  name: guid(topicSubscription.id, principalId, roleDefinitionId)
   properties: {
     roleDefinitionId: roleDefinitionId
     principalId: principalId

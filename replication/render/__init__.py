@@ -4,7 +4,8 @@
   one file per namespace for Microsoft's Docker emulators);
 - ``az-cli``: an idempotent bash script of ``az servicebus`` / ``az eventhubs`` commands;
 - ``bicep-params``: ``infra/main.parameters.json`` for ``infra/main.bicep``;
-- ``app-settings``: the replication app settings of the Function app.
+- ``app-settings``: the replication app settings of the Function app (``--identity-client-id``
+  adds the ``<connection>__clientId`` settings of a user-assigned identity).
 
 All work from ``Topology.materialized()``, so the emulator, the CLI script and Bicep agree.
 """
@@ -49,7 +50,11 @@ def _render(args: argparse.Namespace) -> int:
     elif args.what == "bicep-params":
         document = bicep_parameters(topology, topology_path=args.deployed_topology)
     elif args.what == "app-settings":
-        document = app_settings(topology, topology_path=args.deployed_topology)
+        document = app_settings(
+            topology,
+            topology_path=args.deployed_topology,
+            identity_client_id=args.identity_client_id,
+        )
     else:
         _write(az_cli_script(topology, source=args.topology), args.output)
         return 0
@@ -72,6 +77,11 @@ def register(subparsers: Any) -> None:
         "--deployed-topology",
         default="topology.json",
         help="path of the topology file in the deployed Function app",
+    )
+    parser.add_argument(
+        "--identity-client-id",
+        metavar="CLIENT_ID",
+        help="app-settings: client id of the app's user-assigned managed identity",
     )
     parser.set_defaults(handler=_render)
 

@@ -1,14 +1,25 @@
 """Least-privilege role assignments of the Function app, derived from the tasks.
 
-Each task's identity needs *Data Receiver* on its source entity and *Data Sender* on each target
-and on its dead-letter target; nothing namespace-wide, no Owner, no keys. Service Bus roles are
-scoped to the queue or topic (a subscription is read through its topic's scope), Event Hubs roles
-to the event hub. Role definition ids are the built-in ones.
+Each task's identity needs *Data Receiver* on what it reads and *Data Sender* on each target and
+on its dead-letter target; nothing namespace-wide, no Owner, no keys. Each role is scoped as
+narrowly as the service allows ("Authenticate a managed identity with Microsoft Entra ID to
+access Azure Service Bus resources", *Resource scope*: queue, topic or subscription):
+
+- a task reading a topic subscription gets *Data Receiver* on that subscription only, not on
+  the topic, so it cannot read the topic's other subscriptions. The Functions docs also require
+  it: a Service Bus topic trigger's role assignment "must have effective scope over the Service
+  Bus subscription resource". A subscription's dead-letter queue (spillover) is inside that
+  scope;
+- queues (and their dead-letter queues) at the queue; Service Bus targets at the queue or topic;
+- Event Hubs roles at the event hub.
+
+Role definition ids are the built-in ones.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from replication.topology import EntityRef, NamespaceKind, Topology
 
@@ -26,31 +37,45 @@ ROLE_IDS = {
     ("eventhubs", "sender"): EVENTHUBS_DATA_SENDER,
 }
 
+ENTITY_TYPES = ("queue", "topic", "subscription", "eventhub")
+"""The scopes ``infra/modules/roles.bicep`` assigns roles at."""
+
 
 @dataclasses.dataclass(frozen=True, order=True)
 class RoleAssignment:
-    """One role on one entity: ``entityType`` is ``queue``, ``topic`` or ``eventhub``."""
+    """One role on one entity.
+
+    ``entity_type`` is one of :data:`ENTITY_TYPES`; for ``subscription``, ``entity`` is the
+    topic and ``subscription`` the subscription's name.
+    """
 
     namespace: str
     entity_type: str
     entity: str
     role: str
     role_definition_id: str
+    subscription: str | None = None
 
-    def as_parameter(self) -> dict[str, str]:
-        return {
+    def as_parameter(self) -> dict[str, Any]:
+        parameter = {
             "namespace": self.namespace,
             "entityType": self.entity_type,
             "entity": self.entity,
             "role": self.role,
             "roleDefinitionId": self.role_definition_id,
         }
+        if self.subscription is not None:
+            parameter["subscription"] = self.subscription
+        return parameter
 
 
 def _assignment(topology: Topology, ref: EntityRef, role: str) -> RoleAssignment:
     namespace = topology.namespace(ref.namespace)
+    subscription = None
     if namespace.kind is NamespaceKind.EVENTHUBS:
         entity_type = "eventhub"
+    elif ref.subscription is not None:
+        entity_type, subscription = "subscription", ref.subscription
     elif any(topic.name == ref.entity for topic in namespace.topics):
         entity_type = "topic"
     else:
@@ -61,6 +86,7 @@ def _assignment(topology: Topology, ref: EntityRef, role: str) -> RoleAssignment
         entity=ref.entity,
         role=role,
         role_definition_id=ROLE_IDS[(namespace.kind.value, role)],
+        subscription=subscription,
     )
 
 

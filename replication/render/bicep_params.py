@@ -4,6 +4,11 @@ Why a rendered parameters file rather than ``loadJsonContent`` of the topology: 
 subscriptions, loop-prevention rules, consumer groups and role assignments are *derived* from
 the tasks by this library (``Topology.materialized()``); rendering them keeps one implementation
 of those rules, and Bicep stays simple loops over flat arrays (Bicep cannot nest resource loops).
+
+``userAssignedIdentitySettings`` holds the ``<connection>__clientId`` settings a user-assigned
+identity adds, with the client id as a placeholder: the template applies them, with the real
+client id, only when its ``userAssignedIdentityName`` parameter is set. The identity choice thus
+stays one template parameter, while which settings it implies is decided here, once.
 """
 
 from __future__ import annotations
@@ -14,7 +19,11 @@ from replication.topology import NamespaceKind, NamespaceSpec, SubscriptionSpec,
 
 from ._common import iso_duration, resource_name
 from .access import role_assignments
-from .app_settings import app_settings
+from .app_settings import (
+    IDENTITY_CLIENT_ID_PLACEHOLDER,
+    app_settings,
+    user_assigned_identity_settings,
+)
 
 SCHEMA = "https://schema.management.azure.com/schemas/2019-04-01/deploymentParameters.json#"
 
@@ -147,6 +156,11 @@ def bicep_parameters(topology: Topology, *, topology_path: str = "topology.json"
             },
             "replicationAppSettings": {
                 "value": app_settings(materialized, topology_path=topology_path)
+            },
+            "userAssignedIdentitySettings": {
+                "value": user_assigned_identity_settings(
+                    materialized, IDENTITY_CLIENT_ID_PLACEHOLDER
+                )
             },
             "enableKeyVault": {"value": bool(key_vault_secrets)},
         },

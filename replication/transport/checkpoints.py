@@ -28,7 +28,7 @@ from azure.storage.blob import ContainerClient
 
 from replication.exceptions import ConfigurationError
 
-from .connections import token_credential
+from .connections import prefixed_credential
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _container_client(environ: Mapping[str, str], container: str) -> ContainerCl
         account_url = f"https://{account_name}.blob.core.windows.net"
     if not account_url:
         return None
-    credential = token_credential(environ.get(f"{STORAGE_SETTING}__clientId"))
+    credential = prefixed_credential(environ, STORAGE_SETTING)
     return ContainerClient(account_url, container, credential=credential, api_version=API_VERSION)
 
 

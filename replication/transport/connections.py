@@ -8,8 +8,11 @@ For namespace ``N`` with ``connection: "SB_WEU"`` the app settings are read in t
    connection string is read from Key Vault with the app's identity (for local runs against a
    namespace outside the tenant, where no platform reference resolution happens).
 3. ``SB_WEU__fullyQualifiedNamespace`` (default: the topology's ``fullyQualifiedNamespace``)
-   with a token credential: ``SB_WEU__clientId`` selects a user-assigned managed identity,
-   otherwise ``DefaultAzureCredential``. This is the same convention the Functions triggers use.
+   with a token credential, by the same settings the Functions triggers read ("Configure
+   connections to remote services in Azure Functions"): ``SB_WEU__credential=managedidentity``
+   selects the app's managed identity, user-assigned when ``SB_WEU__clientId`` names one;
+   without ``__credential`` a ``__clientId`` still selects that managed identity, and without
+   either ``DefaultAzureCredential`` is used (a developer's own sign-in on local runs).
 """
 
 from __future__ import annotations
@@ -46,12 +49,26 @@ class NamespaceAccess:
         return self.fully_qualified_namespace, self.credential
 
 
-def token_credential(client_id: str | None) -> TokenCredential:
+MANAGED_IDENTITY = "managedidentity"
+"""The ``<prefix>__credential`` value that selects the app's managed identity."""
+
+
+def token_credential(client_id: str | None, credential: str | None = None) -> TokenCredential:
+    """The credential the ``<prefix>__clientId`` / ``<prefix>__credential`` settings select."""
     from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 
     if client_id:
         return ManagedIdentityCredential(client_id=client_id)
+    if (credential or "").strip().lower() == MANAGED_IDENTITY:
+        return ManagedIdentityCredential()
     return DefaultAzureCredential()
+
+
+def prefixed_credential(settings: Mapping[str, str], prefix: str) -> TokenCredential:
+    """The token credential of the identity-based connection whose settings start ``prefix``."""
+    return token_credential(
+        settings.get(f"{prefix}__clientId"), settings.get(f"{prefix}__credential")
+    )
 
 
 def _secret_from_key_vault(vault_uri: str, secret_name: str, source: str) -> str:
@@ -89,7 +106,7 @@ def resolve_access(
     host = settings.get(f"{prefix}__fullyQualifiedNamespace") or namespace.fully_qualified_namespace
     return NamespaceAccess(
         fully_qualified_namespace=host,
-        credential=token_credential(settings.get(f"{prefix}__clientId")),
+        credential=prefixed_credential(settings, prefix),
     )
 
 
@@ -125,8 +142,11 @@ def event_hub_client(
 
 __all__ = [
     "KEY_VAULT_URI_SETTING",
+    "MANAGED_IDENTITY",
     "NamespaceAccess",
     "event_hub_client",
+    "prefixed_credential",
     "resolve_access",
     "servicebus_client",
+    "token_credential",
 ]

@@ -17,9 +17,12 @@ from ._common import body_bytes, decode_properties, sdk_properties, text
 _MESSAGE_PROPERTY_FIELDS = ("subject", "to", "reply_to")
 
 
-def envelope_from_event(event: EventData, partition_id: str | None = None) -> Envelope:
+def envelope_from_event(
+    event: EventData, partition_id: str | None = None, *, source: str | None = None
+) -> Envelope:
     """The envelope of an event received with the SDK from partition ``partition_id`` (the
-    receive callback's context knows it; the event itself does not)."""
+    receive callback's context knows it; the event itself does not) of the event hub ``source``
+    (logical ``namespace/entity``)."""
     amqp_properties = event.raw_amqp_message.properties
     extra: dict[str, Any] = {}
     if amqp_properties is not None:
@@ -36,6 +39,7 @@ def envelope_from_event(event: EventData, partition_id: str | None = None) -> En
         sequence_number=event.sequence_number,
         offset=text(event.offset),
         partition_id=partition_id,
+        source=source,
         **extra,
     )
 

@@ -19,11 +19,12 @@ from azure.servicebus.exceptions import MessageSizeExceededError
 
 from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError
-from replication.topology import NamespaceKind, NamespaceSpec, Topology
+from replication.topology import EntityRef, NamespaceKind, NamespaceSpec, Topology
 
 from .connections import event_hub_client, servicebus_client
 from .errors import translate
 from .eventhubs import to_event_data
+from .peek import ServiceBusPeeker
 from .servicebus import replica_ids, to_servicebus_message
 
 K = TypeVar("K")
@@ -154,6 +155,7 @@ class SenderFactory:
         self._environ = environ
         self._servicebus_clients: dict[str, ServiceBusClient] = {}
         self._senders: dict[tuple[str, str], Any] = {}
+        self._peekers: dict[str, ServiceBusPeeker] = {}
         self._lock = threading.Lock()
 
     def sender(
@@ -168,25 +170,48 @@ class SenderFactory:
             sender: ServiceBusTargetSender | EventHubTargetSender = self._senders[key]
             return sender
 
+    def peeker(self, source: EntityRef) -> ServiceBusPeeker:
+        """The (cached) peeker of a Service Bus source, for re-reading a trigger's batch."""
+        with self._lock:
+            label = source.describe()
+            peeker = self._peekers.get(label)
+            if peeker is None:
+                namespace = self._topology.namespace(source.namespace)
+                peeker = ServiceBusPeeker(
+                    self._servicebus_client(namespace),
+                    source.entity,
+                    subscription=source.subscription,
+                    dead_letter_queue=source.dead_letter_queue,
+                    label=label,
+                )
+                self._peekers[label] = peeker
+            return peeker
+
+    def _servicebus_client(self, namespace: NamespaceSpec) -> ServiceBusClient:
+        client = self._servicebus_clients.get(namespace.name)
+        if client is None:
+            client = servicebus_client(namespace, self._environ)
+            self._servicebus_clients[namespace.name] = client
+        return client
+
     def _create(self, namespace: NamespaceSpec, entity: str) -> Any:
         label = f"{namespace.name}/{entity}"
         if namespace.kind is NamespaceKind.EVENTHUBS:
             producer = event_hub_client(EventHubProducerClient, namespace, entity, self._environ)
             return EventHubTargetSender(producer, label=label)
-        client = self._servicebus_clients.get(namespace.name)
-        if client is None:
-            client = servicebus_client(namespace, self._environ)
-            self._servicebus_clients[namespace.name] = client
-        return ServiceBusTargetSender(client, entity, label=label)
+        return ServiceBusTargetSender(self._servicebus_client(namespace), entity, label=label)
 
     def close(self) -> None:
         """Close every sender and client (at shutdown; the Functions host never calls it)."""
         with self._lock:
             for sender in self._senders.values():
                 sender.close()
+            for peeker in self._peekers.values():
+                peeker.close()
             for client in self._servicebus_clients.values():
                 client.close()
             self._senders.clear()
+            self._peekers.clear()
             self._servicebus_clients.clear()
 
 

@@ -3,12 +3,14 @@
 ``envelope_from_received`` reads everything a received message carries (decoding the SDK's
 bytes-valued application properties); ``to_servicebus_message`` builds the replica, keeping
 MessageId so that a target with duplicate detection drops redelivered copies. For envelopes that
-came from Event Hubs (they have an offset), MessageId falls back to the source offset and the
-event's partition key becomes both SessionId and PartitionKey, as the official .NET replication
-library does.
+came from Event Hubs (they have an offset), MessageId falls back to the event's position (see
+:func:`event_message_id`) and the event's partition key becomes both SessionId and PartitionKey,
+as the official .NET replication library does.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
@@ -41,16 +43,33 @@ def envelope_from_received(message: ServiceBusReceivedMessage) -> Envelope:
     )
 
 
-def _offset_message_id(offset: str, partition_id: str | None) -> str:
-    """The MessageId of an event that has none: its position, ``PARTITION:OFFSET``.
+MAX_MESSAGE_ID_LENGTH = 128
+"""Service Bus refuses longer MessageIds."""
 
-    The .NET replication library uses the bare offset, but offsets are positions within one
-    partition and repeat across partitions: with duplicate detection on the target, the
-    second partition's event at offset 0 would be dropped as a copy of the first's. The
-    partition-qualified position is just as stable across redeliveries and never collides.
-    The bare offset remains only where the partition is unknown.
+
+def event_message_id(envelope: Envelope) -> str:
+    """The MessageId of an event that has none: ``SOURCE/PARTITION/SEQUENCE``.
+
+    The sequence number is the event's stable, unique position within its partition. The offset
+    is not: on a geo-replicated Event Hubs namespace the Functions extension (6.5 and later)
+    reports ``Offset`` as -1 for every event and moves the position into ``OffsetString``, so an
+    offset-based id (the .NET replication library uses the bare offset) would give every such
+    event the same MessageId and a target with duplicate detection would keep only one. The
+    source (logical ``namespace/entity``) keeps events of different hubs apart when several are
+    consolidated into one queue. Ids longer than Service Bus allows become a UUID derived from
+    the same text, just as stable across redeliveries.
     """
-    return offset if partition_id is None else f"{partition_id}:{offset}"
+    if envelope.sequence_number is not None:
+        position = str(envelope.sequence_number)
+    elif envelope.offset is not None:
+        position = f"offset-{envelope.offset}"
+    else:
+        raise ValueError("an event without message-id needs a sequence number or an offset")
+    parts = [envelope.source, envelope.partition_id, position]
+    message_id = "/".join(part for part in parts if part is not None)
+    if len(message_id) > MAX_MESSAGE_ID_LENGTH:
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, message_id))
+    return message_id
 
 
 def replica_ids(envelope: Envelope) -> tuple[str | None, str | None, str | None]:
@@ -59,7 +78,7 @@ def replica_ids(envelope: Envelope) -> tuple[str | None, str | None, str | None]
     session_id = envelope.session_id
     partition_key = envelope.partition_key
     if envelope.offset is not None:
-        message_id = message_id or _offset_message_id(envelope.offset, envelope.partition_id)
+        message_id = message_id or event_message_id(envelope)
         session_id = session_id or partition_key
     if session_id is not None and partition_key is not None and session_id != partition_key:
         # Service Bus requires both to be equal when both are set; the session wins, because it
@@ -89,4 +108,10 @@ def to_servicebus_message(envelope: Envelope) -> ServiceBusMessage:
     )
 
 
-__all__ = ["envelope_from_received", "replica_ids", "to_servicebus_message"]
+__all__ = [
+    "MAX_MESSAGE_ID_LENGTH",
+    "envelope_from_received",
+    "event_message_id",
+    "replica_ids",
+    "to_servicebus_message",
+]

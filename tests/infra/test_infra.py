@@ -2,7 +2,9 @@
 
 The Bicep files are parsed with a real Bicep parser (pycep-parser); the rendered parameters,
 emulator configuration and az CLI script are produced from the example topologies and compared
-with each other and with the tasks.
+with each other and with the tasks. The configuration files the platform reads (host.json,
+local.settings.sample.json, the Docker compose file) are checked for the settings infra/README.md
+explains.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import pytest
 from pycep import BicepParser
 
 from patterns.active_passive import format_timespan
-from replication.render import az_cli_script, bicep_parameters, emulator_config
-from replication.render.access import ROLE_IDS
+from replication.render import app_settings, az_cli_script, bicep_parameters, emulator_config
+from replication.render.access import ENTITY_TYPES, ROLE_IDS
+from replication.render.app_settings import IDENTITY_CLIENT_ID_PLACEHOLDER
 from replication.sql import SqlFilter, SqlRuleAction
 from replication.topology import load_topology
 
@@ -36,12 +39,16 @@ CURRENT_API_VERSIONS = {
     "Microsoft.OperationalInsights": "2023-09-01",
     "Microsoft.Insights/components": "2020-02-02",
     "Microsoft.KeyVault": "2023-07-01",
+    "Microsoft.ManagedIdentity": "2024-11-30",
 }
+STORAGE_BLOB_DATA_OWNER = "b7e6dc6d-f1e8-4753-8033-0f276bb0955b"
+STORAGE_TABLE_DATA_CONTRIBUTOR = "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3"
+STORAGE_QUEUE_DATA_CONTRIBUTOR = "974c5e8b-45b9-4653-ba55-5f855dd0fb88"
+MONITORING_METRICS_PUBLISHER = "3913510d-42f4-4e42-8a64-420c390055eb"
 KNOWN_ROLE_IDS = set(ROLE_IDS.values()) | {
-    "b7e6dc6d-f1e8-4753-8033-0f276bb0955b",  # Storage Blob Data Owner
-    "974c5e8b-45b9-4653-ba55-5f855dd0fb88",  # Storage Queue Data Contributor
-    "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3",  # Storage Table Data Contributor
-    "3913510d-42f4-4e42-8a64-420c390055eb",  # Monitoring Metrics Publisher
+    STORAGE_BLOB_DATA_OWNER,
+    STORAGE_TABLE_DATA_CONTRIBUTOR,
+    MONITORING_METRICS_PUBLISHER,
     "4633458b-17de-408a-b874-0445c86b69e6",  # Key Vault Secrets User
 }
 OWNER_ROLE_IDS = {"8e3af657-a8ff-443c-a75c-2fe8c4bcb635", "090c5cfd-751d-490a-894a-3ce6f1109419"}
@@ -78,6 +85,7 @@ def test_role_assignments_are_entity_scoped_with_known_roles(
     assert set(entity_types.values()) == {
         "Microsoft.ServiceBus/namespaces/queues",
         "Microsoft.ServiceBus/namespaces/topics",
+        "Microsoft.ServiceBus/namespaces/topics/subscriptions",
         "Microsoft.EventHub/namespaces/eventhubs",
     }
     for name, resource in roles.items():
@@ -136,17 +144,230 @@ def test_replication_subscriptions_have_exactly_the_loop_prevention_rule(example
 def test_role_assignments_follow_the_tasks(example: Path) -> None:
     topology = load_topology(example)
     assignments = bicep_parameters(topology)["parameters"]["roleAssignments"]["value"]
-    got = {(a["entity"], a["role"]) for a in assignments}
+    got = {(a["entity"], a.get("subscription"), a["role"]) for a in assignments}
     wanted = set()
     for task in topology.tasks:
-        wanted.add((task.source.entity, "receiver"))
+        wanted.add((task.source.entity, task.source.subscription, "receiver"))
         dead_letter = [task.dead_letter_target] if task.dead_letter_target else []
         for target in [*task.targets, *dead_letter]:
-            wanted.add((target.entity, "sender"))
+            wanted.add((target.entity, None, "sender"))
     assert got == wanted
     for assignment in assignments:
-        assert assignment["entityType"] in {"queue", "topic", "eventhub"}
+        assert assignment["entityType"] in ENTITY_TYPES
         assert assignment["roleDefinitionId"] in ROLE_IDS.values()
+        assert ("subscription" in assignment) == (assignment["entityType"] == "subscription")
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_subscription_sources_are_read_with_a_role_on_the_subscription_only(
+    example: Path,
+) -> None:
+    topology = load_topology(example)
+    assignments = bicep_parameters(topology)["parameters"]["roleAssignments"]["value"]
+    for task in topology.tasks:
+        if task.source.subscription is None:
+            continue
+        namespace = topology.namespace(task.source.namespace).fully_qualified_namespace
+        receivers = [
+            a for a in assignments
+            if a["role"] == "receiver" and a["namespace"] == namespace.split(".")[0]
+            and a["entity"] == task.source.entity
+        ]  # fmt: skip
+        assert {a["entityType"] for a in receivers} == {"subscription"}, task.name
+        assert {
+            "namespace": namespace.split(".")[0],
+            "entityType": "subscription",
+            "entity": task.source.entity,
+            "subscription": task.source.subscription,
+            "role": "receiver",
+            "roleDefinitionId": ROLE_IDS[("servicebus", "receiver")],
+        } in receivers, task.name
+
+
+def test_subscription_role_is_scoped_to_the_subscription(
+    parsed: dict[Path, dict[str, Any]],
+) -> None:
+    roles = parsed[INFRA / "modules" / "roles.bicep"]["resources"]
+    when_subscription = {
+        "operator": {
+            "type": "property_accessor",
+            "operands": {
+                "operand_1": "assignment",
+                "operand_2": {"operator": {"type": "equals", "operands": {
+                    "operand_1": "entityType", "operand_2": "subscription"}}},
+            },
+        }
+    }  # fmt: skip
+    subscription = roles["topicSubscription"]
+    assert subscription["existing"]
+    assert subscription["config"]["condition"] == when_subscription
+    assignment = roles["onSubscription"]["config"]
+    assert assignment["condition"] == when_subscription
+    assert assignment["config"]["scope"] == "topicSubscription"
+
+
+def test_host_storage_roles_are_the_documented_minimum(
+    parsed: dict[Path, dict[str, Any]],
+) -> None:
+    """Blob Data Owner and Table Data Contributor on host storage; no queue role, no Owner."""
+    document = parsed[INFRA / "modules" / "functionapp.bicep"]
+    role_ids = {
+        name: variable["value"]
+        for name, variable in document["variables"].items()
+        if isinstance(variable["value"], str) and re.fullmatch(r"[0-9a-f-]{36}", variable["value"])
+    }
+    granted = set()
+    for name, resource in document["resources"].items():
+        if resource["type"] != "Microsoft.Authorization/roleAssignments":
+            continue
+        config = resource["config"]
+        role = config["properties"]["roleDefinitionId"]["function"]["parameters"]
+        granted.add((config["scope"], role_ids[role["resource_name_1"]]))
+        assert config["properties"]["principalId"] == "principalId", name
+    assert granted == {
+        ("storage", STORAGE_BLOB_DATA_OWNER),
+        ("storage", STORAGE_TABLE_DATA_CONTRIBUTOR),
+        ("insights", MONITORING_METRICS_PUBLISHER),
+    }
+    text = (INFRA / "modules" / "functionapp.bicep").read_text()
+    assert STORAGE_QUEUE_DATA_CONTRIBUTOR not in text
+
+
+def test_python_version_is_a_parameter_defaulting_to_3_13(
+    parsed: dict[Path, dict[str, Any]],
+) -> None:
+    for path in (INFRA / "main.bicep", INFRA / "modules" / "functionapp.bicep"):
+        parameter = parsed[path]["parameters"]["pythonVersion"]
+        assert parameter["default"] == "3.13", path.name
+        (allowed,) = [d["argument"] for d in parameter["decorators"] if d["type"] == "allowed"]
+        assert {"3.11", "3.12", "3.13"} <= set(allowed), path.name
+    app = parsed[INFRA / "modules" / "functionapp.bicep"]["resources"]["app"]
+    runtime = app["config"]["properties"]["functionAppConfig"]["runtime"]
+    assert runtime == {"name": "python", "version": "pythonVersion"}
+    modules = parsed[INFRA / "main.bicep"]["modules"]
+    assert modules["functionApp"]["config"]["params"]["pythonVersion"] == "pythonVersion"
+
+
+def test_user_assigned_identity_is_an_option_with_system_assigned_as_default(
+    parsed: dict[Path, dict[str, Any]],
+) -> None:
+    functionapp = parsed[INFRA / "modules" / "functionapp.bicep"]
+    for path in (INFRA / "main.bicep", INFRA / "modules" / "functionapp.bicep"):
+        assert parsed[path]["parameters"]["userAssignedIdentityName"]["default"] == "", path.name
+    identity = functionapp["resources"]["userIdentity"]
+    assert identity["config"]["condition"] == "useUserAssignedIdentity"
+    text = (INFRA / "modules" / "functionapp.bicep").read_text()
+    # Every identity-based connection of the host names the user-assigned identity when used.
+    for needle in (
+        "AzureWebJobsStorage__credential: 'managedidentity'",
+        "AzureWebJobsStorage__clientId: identityClientId",
+        "'ClientId=${identityClientId};Authorization=AAD'",
+        "type: 'UserAssignedIdentity'",
+        "userAssignedIdentityResourceId: userAssignedIdentityId",
+        "keyVaultReferenceIdentity: useUserAssignedIdentity ? userAssignedIdentityId",
+        f"'{IDENTITY_CLIENT_ID_PLACEHOLDER}', identityClientId",
+    ):
+        assert needle in text, needle
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_identity_connections_name_the_managed_identity(example: Path) -> None:
+    topology = load_topology(example)
+    parameters = bicep_parameters(topology)["parameters"]
+    settings = parameters["replicationAppSettings"]["value"]
+    user_assigned = parameters["userAssignedIdentitySettings"]["value"]
+    for namespace in topology.namespaces:
+        prefix = namespace.connection
+        assert settings[f"{prefix}__fullyQualifiedNamespace"] == (
+            namespace.fully_qualified_namespace
+        )
+        assert settings[f"{prefix}__credential"] == "managedidentity"
+        assert f"{prefix}__clientId" not in settings, "system-assigned needs no client id"
+        assert user_assigned[f"{prefix}__clientId"] == IDENTITY_CLIENT_ID_PLACEHOLDER
+    assert set(user_assigned) == {f"{n.connection}__clientId" for n in topology.namespaces}
+
+
+def test_key_vault_namespaces_get_no_identity_settings(tmp_path: Path) -> None:
+    document = json.loads((ROOT / "examples" / "two-region-all-active.json").read_text())
+    document["namespaces"][1]["keyVaultSecret"] = "neu-connection"
+    path = tmp_path / "topology.json"
+    path.write_text(json.dumps(document))
+    topology = load_topology(path)
+    settings = app_settings(topology, identity_client_id="00000000-0000-0000-0000-000000000001")
+    assert settings["SB_NEU"].startswith("@Microsoft.KeyVault(")
+    assert not [key for key in settings if key.startswith("SB_NEU__")]
+    assert settings["SB_WEU__credential"] == "managedidentity"
+    assert settings["SB_WEU__clientId"] == "00000000-0000-0000-0000-000000000001"
+    parameters = bicep_parameters(topology)["parameters"]
+    assert set(parameters["userAssignedIdentitySettings"]["value"]) == {"SB_WEU__clientId"}
+
+
+def test_host_json_holds_only_settings_batch_functions_read() -> None:
+    """All triggers are batch triggers (cardinality many), see infra/README.md "host.json"."""
+    host = json.loads((ROOT / "host.json").read_text())
+    service_bus = host["extensions"]["serviceBus"]
+    # Documented as applying only to functions that receive a single message at a time.
+    for single_message_only in ("maxAutoLockRenewalDuration", "maxConcurrentCalls",
+                                "maxConcurrentSessions", "sessionIdleTimeout"):  # fmt: skip
+        assert single_message_only not in service_bus
+    assert service_bus["maxMessageBatchSize"] == 100
+    assert service_bus["prefetchCount"] == 0
+    assert set(service_bus["clientRetryOptions"]) == {
+        "mode", "tryTimeout", "delay", "maxDelay", "maxRetries",
+    }  # fmt: skip
+    event_hubs = host["extensions"]["eventHubs"]
+    assert event_hubs["maxEventBatchSize"] == 100
+    assert event_hubs["batchCheckpointFrequency"] == 1
+    # EventHubsRetryOptions spells them MaximumDelay / MaximumRetries, unlike Service Bus.
+    assert set(event_hubs["clientRetryOptions"]) == {
+        "mode", "tryTimeout", "delay", "maximumDelay", "maximumRetries",
+    }  # fmt: skip
+
+
+def test_local_settings_sample_holds_only_real_settings() -> None:
+    sample = json.loads((ROOT / "local.settings.sample.json").read_text())
+    assert set(sample) == {"IsEncrypted", "Values"}
+    for name, value in sample["Values"].items():
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name), name
+        assert not name.lower().endswith("_comment"), name
+        assert isinstance(value, str), name
+
+
+def _compose_services(text: str) -> dict[str, dict[str, list[str]]]:
+    """Image and published ports per service of a compose file (no YAML library needed)."""
+    services: dict[str, dict[str, list[str]]] = {}
+    current = key = None
+    for line in text.splitlines():
+        if match := re.fullmatch(r"  ([A-Za-z0-9_-]+):", line):
+            current = match.group(1)
+            services[current] = {"image": [], "ports": []}
+            key = None
+        elif current and (match := re.fullmatch(r"    image: (\S+)", line)):
+            services[current]["image"].append(match.group(1).strip("\"'"))
+        elif current and re.fullmatch(r"    [a-z_]+:.*", line):
+            key = "ports" if line.strip() == "ports:" else None
+        elif current and key == "ports" and (match := re.fullmatch(r"      - (.+)", line)):
+            services[current]["ports"].append(match.group(1).strip("\"'"))
+    return services
+
+
+def test_compose_publishes_on_loopback_only_and_pins_images() -> None:
+    services = _compose_services((INFRA / "local" / "docker-compose.yml").read_text())
+    assert set(services) == {"servicebus", "sqlserver", "eventhubs", "azurite"}
+    published = [port for service in services.values() for port in service["ports"]]
+    assert len(published) == 7
+    for port in published:
+        assert port.startswith("127.0.0.1:"), port
+    for name, service in services.items():
+        (image,) = service["image"]
+        repository, _, tag = image.rpartition(":")
+        assert repository.startswith("mcr.microsoft.com/"), image
+        assert tag not in {"", "latest"}, f"{name}: {image} is not pinned"
+        assert "/" not in tag, f"{name}: {image} has no tag"
+    assert "azure-sql-edge" not in services["sqlserver"]["image"][0]
+    package = json.loads((ROOT / "package.json").read_text())
+    azurite = services["azurite"]["image"][0].rpartition(":")[2]
+    assert azurite == package["devDependencies"]["azurite"], "the tests' Azurite and Docker's"
 
 
 def _emulator_rules(config: dict[str, Any]) -> set[tuple[str, str, str, str, str, str]]:
@@ -238,7 +459,7 @@ def test_render_cli_writes_parameters(tmp_path: Path) -> None:
     document = json.loads(output.read_text())
     assert set(document["parameters"]) == {
         "serviceBusNamespaces", "eventHubNamespaces", "roleAssignments",
-        "replicationAppSettings", "enableKeyVault",
+        "replicationAppSettings", "userAssignedIdentitySettings", "enableKeyVault",
     }  # fmt: skip
     settings = document["parameters"]["replicationAppSettings"]["value"]
     assert (
@@ -250,3 +471,18 @@ def test_render_cli_writes_parameters(tmp_path: Path) -> None:
     )
     weu = json.loads((official / "weu.json").read_text())
     assert weu["UserConfig"]["Namespaces"][0]["Name"] == "sbemulatorns"
+
+
+def test_render_cli_writes_user_assigned_identity_settings(tmp_path: Path) -> None:
+    from replication.cli import main
+
+    output = tmp_path / "settings.json"
+    example = str(ROOT / "examples" / "two-region-all-active.json")
+    client_id = "00000000-0000-0000-0000-000000000002"
+    arguments = ["render", "app-settings", "--topology", example, "--output", str(output)]
+    assert main([*arguments, "--identity-client-id", client_id]) == 0
+    settings = json.loads(output.read_text())
+    assert settings["SB_WEU__credential"] == "managedidentity"
+    assert settings["SB_WEU__clientId"] == client_id
+    assert main(arguments) == 0
+    assert "SB_WEU__clientId" not in json.loads(output.read_text())

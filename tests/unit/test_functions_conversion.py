@@ -1,215 +1,264 @@
-"""Functions host batch shapes -> Envelope -> SDK messages, field by field.
+"""Batch trigger metadata -> Envelope -> SDK messages, for the decisions the converters make.
 
-The trigger inputs are built as the Functions host sends them to the Python worker (Datum values
-of the types the worker produces: ``collection_bytes``, ``collection_string``,
-``collection_sint64`` and ``json``) and decoded through azure-functions' own converters, so the
-code path is the one that runs in Azure. The host itself has no local stand-in here.
+The metadata here is what ``azure.functions`` exposes as ``message.metadata``: the host's
+``TypedData`` decoded to Python (``collection_string`` -> list of str, ``collection_sint64`` ->
+list of int, JSON -> parsed). How the host builds it, and the whole path through the real Python
+worker, is tested in ``tests/host/``; these tests pin the converters' rules with hand-made
+metadata of the same shape.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
-from azure.functions import meta
-from azure.functions.eventhub import EventHubTriggerConverter
-from azure.functions.servicebus import ServiceBusMessageInConverter
+import pytest
 
 from replication.envelope import Envelope
 from replication.transport.eventhubs import to_event_data
 from replication.transport.functions import (
+    REREAD_FIELDS,
+    TriggerMetadataError,
     envelopes_from_event_hub_batch,
     envelopes_from_servicebus_batch,
+    parse_host_time,
+    reread_reasons,
 )
-from replication.transport.servicebus import to_servicebus_message
+from replication.transport.servicebus import MAX_MESSAGE_ID_LENGTH, to_servicebus_message
 
-ENQUEUED = "2024-05-01T12:00:00.250Z"
-SCHEDULED = "2024-05-01T11:59:00Z"
-
-
-def _strings(values: list[Any]) -> meta.Datum:
-    return meta.Datum(SimpleNamespace(string=values), "collection_string")
+ENQUEUED = "2024-05-01T12:00:00.25+00:00"
+NEVER = "9999-12-31T23:59:59.9999999+00:00"
 
 
-def _ints(values: list[int]) -> meta.Datum:
-    return meta.Datum(SimpleNamespace(sint64=values), "collection_sint64")
+@dataclass
+class Delivered:
+    """One message of a batch as ``azure.functions`` hands it over (body + batch metadata)."""
+
+    body: bytes
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def get_body(self) -> bytes:
+        return self.body
 
 
-def _json(values: list[Any]) -> meta.Datum:
-    return meta.Datum(json.dumps(values), "json")
-
-
-def servicebus_batch() -> list[Any]:
-    properties = [{"tenant": "contoso", "priority": 5, "repl-origin": "weu"}, {}]
-    metadata = {
-        "ApplicationPropertiesArray": _json(properties),
-        "UserPropertiesArray": _json(properties),
-        "ContentTypeArray": _strings(["application/json", "text/plain"]),
-        "CorrelationIdArray": _strings(["corr-1", "corr-2"]),
-        "DeadLetterErrorDescriptionArray": _strings(["too slow", ""]),
-        "DeadLetterReasonArray": _strings(["Timeout", ""]),
-        "DeliveryCountArray": _ints([3, 1]),
-        "EnqueuedTimeUtcArray": _json([ENQUEUED, ENQUEUED]),
-        "MessageIdArray": _strings(["m-1", "m-2"]),
-        "PartitionKeyArray": _strings(["s-1", "s-2"]),
-        "ReplyToArray": _strings(["replies", ""]),
-        "ReplyToSessionIdArray": _strings(["rs-1", ""]),
-        "ScheduledEnqueueTimeUtcArray": _strings([SCHEDULED, SCHEDULED]),
-        "SequenceNumberArray": _ints([41, 42]),
-        "SessionIdArray": _strings(["s-1", "s-2"]),
-        "SubjectArray": _strings(["order", "invoice"]),
-        # azure-functions 1.26 cannot parse TimeSpans with a day part ("1.00:00:00"): see README.
-        "TimeToLiveArray": _strings(["00:02:00", "12:00:00"]),
-        "ToArray": _strings(["orders", ""]),
+def servicebus_batch(size: int, **arrays: list[Any]) -> list[Delivered]:
+    metadata: dict[str, Any] = {
+        "SequenceNumberArray": [100 + n for n in range(size)],
+        "DeliveryCountArray": [1] * size,
+        "EnqueuedTimeArray": [ENQUEUED] * size,
+        "ExpiresAtArray": [NEVER] * size,
+        "ApplicationPropertiesArray": [{"n": n} for n in range(size)],
+        "UserPropertiesArray": [{"n": n} for n in range(size)],
+        "MessageIdArray": [f"m-{n}" for n in range(size)],
     }
-    data = meta.Datum(SimpleNamespace(bytes=[b'{"id": 1}', b"second"]), "collection_bytes")
-    decoded = ServiceBusMessageInConverter.decode(data, trigger_metadata=metadata)
-    assert isinstance(decoded, list)
-    return decoded
+    for name in REREAD_FIELDS:
+        if name != "MessageId":
+            metadata[f"{name}Array"] = []
+    metadata.update(arrays)
+    return [Delivered(f"body {n}".encode(), metadata) for n in range(size)]
 
 
-def test_servicebus_batch_fields_reach_the_envelope() -> None:
-    first, second = envelopes_from_servicebus_batch(servicebus_batch())
-    assert first.body == b'{"id": 1}'
-    assert first.message_id == "m-1"
-    assert first.correlation_id == "corr-1"
-    assert first.content_type == "application/json"
-    assert first.subject == "order"
-    assert first.to == "orders"
-    assert first.reply_to == "replies"
-    assert first.reply_to_session_id == "rs-1"
-    assert first.session_id == "s-1"
-    assert first.partition_key == "s-1"
-    assert first.time_to_live == timedelta(minutes=2)
-    assert first.scheduled_enqueue_time_utc == datetime(2024, 5, 1, 11, 59, tzinfo=UTC)
-    assert dict(first.application_properties) == {
-        "tenant": "contoso",
-        "priority": 5,
-        "repl-origin": "weu",
-    }
+class Reread:
+    """Records re-reads and answers with complete envelopes."""
+
+    def __init__(self, complete: Mapping[int, Envelope]) -> None:
+        self.complete = complete
+        self.calls: list[list[int]] = []
+
+    def __call__(self, sequence_numbers: Sequence[int]) -> Mapping[int, Envelope]:
+        self.calls.append(list(sequence_numbers))
+        return self.complete
+
+
+def test_complete_string_arrays_are_used_without_a_reread() -> None:
+    batch = servicebus_batch(2, CorrelationIdArray=["c-0", "c-1"], SubjectArray=["a", "b"])
+    reread = Reread({})
+    first, second = envelopes_from_servicebus_batch(batch, source="weu/jobs", reread=reread)
+    assert reread.calls == []
+    assert (first.body, first.message_id, first.correlation_id, first.subject) == (
+        b"body 0",
+        "m-0",
+        "c-0",
+        "a",
+    )
+    assert (second.correlation_id, second.subject, second.content_type) == ("c-1", "b", None)
+    assert first.time_to_live is None
+    assert first.sequence_number == 100
+    assert first.source == "weu/jobs"
     assert first.enqueued_time_utc == datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
-    assert first.sequence_number == 41
-    assert first.delivery_count == 3
-    assert first.dead_letter_reason == "Timeout"
-    assert first.dead_letter_error_description == "too slow"
-    assert second.body == b"second"
-    assert second.time_to_live == timedelta(hours=12)
-    assert dict(second.application_properties) == {}
+    assert dict(second.application_properties) == {"n": 1}
 
 
-def test_servicebus_envelope_to_sdk_message_keeps_every_writable_field() -> None:
-    first = envelopes_from_servicebus_batch(servicebus_batch())[0]
-    message = to_servicebus_message(first)
-    assert b"".join(message.body) == b'{"id": 1}'
-    assert message.message_id == "m-1"
-    assert message.correlation_id == "corr-1"
-    assert message.content_type == "application/json"
-    assert message.subject == "order"
-    assert message.to == "orders"
-    assert message.reply_to == "replies"
-    assert message.reply_to_session_id == "rs-1"
-    assert message.session_id == "s-1"
-    assert message.partition_key == "s-1"
-    assert message.time_to_live == timedelta(minutes=2)
-    assert message.scheduled_enqueue_time_utc == datetime(2024, 5, 1, 11, 59, tzinfo=UTC)
-    assert message.application_properties == {
-        "tenant": "contoso",
-        "priority": 5,
-        "repl-origin": "weu",
-    }
-
-
-def event_hub_batch() -> list[Any]:
-    system = [
-        {
-            "EnqueuedTimeUtc": ENQUEUED,
-            "PartitionKey": "device-7",
-            "SequenceNumber": 17,
-            "Offset": "4096",
-            "x-opt-sequence-number": 17,
-            "x-opt-offset": "4096",
-            "message-id": "evt-1",
-            "correlation-id": "c-9",
-            "content-type": "application/json",
-            "subject": "reading",
-            "to": "telemetry",
-            "reply-to": "commands",
-        },
-        {
-            "EnqueuedTimeUtc": ENQUEUED,
-            "PartitionKey": None,
-            "SequenceNumber": 18,
-            "Offset": "4160",
-        },
+def test_a_shortened_string_array_is_never_read_by_position() -> None:
+    """Message 0 has no CorrelationId: the host sends ["c-1"]; position 0 is NOT message 0's."""
+    batch = servicebus_batch(2, CorrelationIdArray=["c-1"])
+    assert reread_reasons(batch[0].metadata, 2) == [
+        "CorrelationIdArray has entries for some messages only"
     ]
+    complete = {
+        100: Envelope(message_id="m-0", correlation_id=None),
+        101: Envelope(message_id="m-1", correlation_id="c-1"),
+    }
+    reread = Reread(complete)
+    first, second = envelopes_from_servicebus_batch(batch, reread=reread)
+    assert reread.calls == [[100, 101]]
+    assert first.correlation_id is None
+    assert second.correlation_id == "c-1"
+    # Bodies and properties still come from the trigger.
+    assert (first.body, dict(first.application_properties)) == (b"body 0", {"n": 0})
+
+
+def test_a_ttl_is_read_from_the_source_because_the_batch_does_not_carry_it() -> None:
+    batch = servicebus_batch(1, ExpiresAtArray=["2024-05-01T12:02:00.25+00:00"])
+    complete = {100: Envelope(message_id="m-0", time_to_live=timedelta(minutes=2))}
+    (envelope,) = envelopes_from_servicebus_batch(batch, reread=Reread(complete))
+    assert envelope.time_to_live == timedelta(minutes=2)
+
+
+def test_without_a_way_to_reread_an_inexact_batch_fails_instead_of_guessing() -> None:
+    batch = servicebus_batch(3, SubjectArray=["only-one"])
+    with pytest.raises(TriggerMetadataError, match="SubjectArray"):
+        envelopes_from_servicebus_batch(batch)
+
+
+def test_a_message_gone_from_the_source_fails_the_batch() -> None:
+    batch = servicebus_batch(2, ToArray=["x"])
+    with pytest.raises(TriggerMetadataError, match="sequence number 101"):
+        envelopes_from_servicebus_batch(batch, reread=Reread({100: Envelope()}))
+
+
+def test_an_array_that_must_be_complete_but_is_not_fails() -> None:
+    batch = servicebus_batch(2, SequenceNumberArray=[100])
+    with pytest.raises(TriggerMetadataError, match="SequenceNumberArray: expected 2 entries"):
+        envelopes_from_servicebus_batch(batch)
+
+
+def test_dead_letter_reason_comes_from_the_application_properties() -> None:
+    properties = [
+        {"DeadLetterReason": "MaxDeliveryCountExceeded", "DeadLetterErrorDescription": "x"}
+    ]
+    batch = servicebus_batch(1, ApplicationPropertiesArray=properties)
+    (envelope,) = envelopes_from_servicebus_batch(batch)
+    assert envelope.dead_letter_reason == "MaxDeliveryCountExceeded"
+    assert envelope.dead_letter_error_description == "x"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-05-01T12:00:00.2500000+00:00", datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)),
+        ("2024-05-01T12:00:00.25", datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)),
+        ("2024-05-01T12:00:00Z", datetime(2024, 5, 1, 12, tzinfo=UTC)),
+        ("2024-05-01T12:00:00.1234567Z", datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)),
+    ],
+)
+def test_host_times_without_a_zone_are_utc(text: str, expected: datetime) -> None:
+    assert parse_host_time(text) == expected
+
+
+def event_hub_batch(system: list[dict[str, Any]], partition: str = "3") -> list[Delivered]:
     metadata = {
-        "SystemPropertiesArray": _json(system),
-        "PropertiesArray": _json([{"unit": "C", "repl-hops": 1}, {}]),
-        "PartitionKeyArray": _json(["device-7", None]),
-        "SequenceNumberArray": _json([17, 18]),
-        "OffsetArray": _json(["4096", "4160"]),
-        "EnqueuedTimeUtcArray": _json([ENQUEUED, ENQUEUED]),
-        "PartitionContext": _json(
-            {"ConsumerGroup": "replication", "EventHubName": "devices", "PartitionId": "3"}
-        ),
+        "SystemPropertiesArray": system,
+        "PropertiesArray": [{"unit": "C"} for _ in system],
+        # Shortened by the host when a key is missing: never read by the converter.
+        "PartitionKeyArray": [s["PartitionKey"] for s in system if s.get("PartitionKey")],
+        "PartitionContext": {"EventHubName": "devices", "PartitionId": partition},
     }
-    data = meta.Datum(SimpleNamespace(bytes=[b"21.5", b"22.0"]), "collection_bytes")
-    decoded = EventHubTriggerConverter.decode(data, trigger_metadata=metadata)
-    assert isinstance(decoded, list)
-    return decoded
+    return [Delivered(f"{n}".encode(), metadata) for n in range(len(system))]
 
 
-def test_event_hub_batch_reads_per_event_properties_from_trigger_metadata() -> None:
-    first, second = envelopes_from_event_hub_batch(event_hub_batch())
-    assert first.body == b"21.5"
-    assert first.message_id == "evt-1"
-    assert first.correlation_id == "c-9"
-    assert first.content_type == "application/json"
-    assert first.subject == "reading"
-    assert first.to == "telemetry"
-    assert first.reply_to == "commands"
-    assert first.partition_key == "device-7"
-    assert first.sequence_number == 17
-    assert first.offset == "4096"
-    assert first.partition_id == second.partition_id == "3"
-    assert first.enqueued_time_utc == datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
-    assert dict(first.application_properties) == {"unit": "C", "repl-hops": 1}
-    assert second.message_id is None
-    assert second.offset == "4160"
-    assert dict(second.application_properties) == {}
+def _system(sequence: int, offset: str, **extra: Any) -> dict[str, Any]:
+    numeric = offset.isdigit()
+    return {
+        "SequenceNumber": sequence,
+        "Offset": int(offset) if numeric else -1,
+        "OffsetString": offset,
+        "PartitionKey": extra.pop("PartitionKey", None),
+        "EnqueuedTimeUtc": "2024-05-01T12:00:00.25",
+        "x-opt-enqueued-time": ENQUEUED,
+        **extra,
+    }
 
 
-def test_event_to_servicebus_uses_message_id_else_position_and_partition_key_as_session() -> None:
-    first, second = envelopes_from_event_hub_batch(event_hub_batch())
-    message = to_servicebus_message(first)
-    assert message.message_id == "evt-1"
-    assert message.session_id == "device-7"
-    assert message.partition_key == "device-7"
-    fallback = to_servicebus_message(second)
-    assert fallback.message_id == "3:4160"
-    assert fallback.session_id is None
+def test_event_fields_come_from_each_events_system_properties() -> None:
+    batch = event_hub_batch(
+        [
+            _system(
+                17,
+                "4096",
+                **{
+                    "message-id": "evt-1",
+                    "correlation-id": "c-9",
+                    "content-type": "application/json",
+                    "subject": "reading",
+                    "to": "telemetry",
+                    "reply-to": "commands",
+                },
+            ),
+            _system(18, "4160", PartitionKey="device-7"),
+        ]
+    )
+    first, second = envelopes_from_event_hub_batch(batch, source="ingest/devices")
+    assert (first.message_id, first.correlation_id, first.content_type) == (
+        "evt-1",
+        "c-9",
+        "application/json",
+    )
+    assert (first.subject, first.to, first.reply_to) == ("reading", "telemetry", "commands")
+    assert first.partition_key is None
+    assert second.partition_key == "device-7"
+    assert (second.sequence_number, second.offset, second.partition_id) == (18, "4160", "3")
+    assert second.enqueued_time_utc == datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
+    assert dict(second.application_properties) == {"unit": "C"}
 
 
-def test_events_at_the_same_offset_of_different_partitions_get_different_message_ids() -> None:
-    """Offsets repeat across partitions; duplicate detection must not see copies in them."""
+def test_events_of_a_geo_replicated_namespace_get_distinct_stable_message_ids() -> None:
+    """Offset is -1 for every event there; the sequence number stays unique per partition."""
+    batch = event_hub_batch([_system(5, "g1:0:5"), _system(6, "g1:64:6")])
+    envelopes = envelopes_from_event_hub_batch(batch, source="ingest/devices")
+    assert [e.offset for e in envelopes] == ["g1:0:5", "g1:64:6"]
+    ids = [to_servicebus_message(e).message_id for e in envelopes]
+    assert ids == ["ingest/devices/3/5", "ingest/devices/3/6"]
+    # The same event delivered again gets the same id (duplicate detection drops it).
+    again = envelopes_from_event_hub_batch(batch, source="ingest/devices")
+    assert [to_servicebus_message(e).message_id for e in again] == ids
+
+
+def test_event_message_ids_differ_across_partitions_and_hubs() -> None:
     ids = {
-        to_servicebus_message(Envelope(body=b"x", offset="0", partition_id=p)).message_id
+        to_servicebus_message(
+            Envelope(offset="0", sequence_number=0, partition_id=p, source=source)
+        ).message_id
         for p in ("0", "1")
+        for source in ("weu/devices", "eus/devices")
     }
-    assert ids == {"0:0", "1:0"}
-    assert to_servicebus_message(Envelope(body=b"x", offset="0")).message_id == "0"
+    assert len(ids) == 4
+
+
+def test_a_too_long_event_message_id_becomes_a_stable_uuid() -> None:
+    envelope = Envelope(offset="0", sequence_number=7, partition_id="0", source="n/" + "h" * 200)
+    first = to_servicebus_message(envelope).message_id
+    assert first is not None
+    assert len(first) <= MAX_MESSAGE_ID_LENGTH
+    assert to_servicebus_message(envelope).message_id == first
+
+
+def test_event_to_servicebus_uses_the_partition_key_as_session() -> None:
+    (event,) = envelopes_from_event_hub_batch(event_hub_batch([_system(1, "0", PartitionKey="k")]))
+    message = to_servicebus_message(event)
+    assert (message.session_id, message.partition_key) == ("k", "k")
 
 
 def test_event_envelope_to_event_data_keeps_properties_and_ids() -> None:
-    first = envelopes_from_event_hub_batch(event_hub_batch())[0]
-    event = to_event_data(first)
-    assert event.body_as_str() == "21.5"
+    batch = event_hub_batch(
+        [_system(1, "0", **{"message-id": "evt-1", "subject": "s", "to": "t", "reply-to": "r"})]
+    )
+    (envelope,) = envelopes_from_event_hub_batch(batch)
+    event = to_event_data(envelope)
     assert event.message_id == "evt-1"
-    assert event.correlation_id == "c-9"
-    assert event.content_type == "application/json"
-    assert event.properties == {"unit": "C", "repl-hops": 1}
+    assert event.properties == {"unit": "C"}
     amqp = event.raw_amqp_message.properties
     assert amqp is not None
-    assert (amqp.subject, amqp.to, amqp.reply_to) == ("reading", "telemetry", "commands")
+    assert (amqp.subject, amqp.to, amqp.reply_to) == ("s", "t", "r")

@@ -50,6 +50,13 @@ def test_identity_based_connection_defaults_to_the_topology_host() -> None:
     assert isinstance(credential, DefaultAzureCredential)
 
 
+def test_credential_managedidentity_selects_the_apps_managed_identity() -> None:
+    """``<prefix>__credential=managedidentity`` is what the Bicep renders for the triggers; the
+    senders must use the same identity, not DefaultAzureCredential's chain."""
+    access = resolve_access(_weu(), {"SB_WEU__credential": "managedidentity"})
+    assert isinstance(access.credential, ManagedIdentityCredential)
+
+
 def test_grouping_keeps_first_seen_group_order_and_member_order() -> None:
     envelopes = [
         Envelope(message_id=str(i), partition_key=key)

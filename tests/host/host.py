@@ -27,6 +27,9 @@ from typing import IO, Any
 from tests.host.rpc import protos
 
 ROOT = Path(__file__).resolve().parents[2]
+# The function app under test: this checkout, or another one (to show what an older version
+# does with the same invocations).
+APP_DIRECTORY = Path(os.environ.get("REPLICATION_HOST_APP_DIR", ROOT))
 
 HOST_CAPABILITIES = {
     # What host 4.x's GrpcWorkerChannel.SendWorkerInitRequest announces outside V2 compatibility
@@ -66,10 +69,12 @@ class WorkerSession:
             if not key.startswith(("SB_", "EH_", "REPLICATION_"))
         }
         env.update(app_settings)
+        # The harness modules come from this checkout; the worker puts the app directory first
+        # on sys.path before it imports function_app.py (and with it `replication`).
         env["PYTHONPATH"] = str(ROOT)
         self._log = log.open("ab")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.host.worker_process", str(ROOT)],
+            [sys.executable, "-m", "tests.host.worker_process", str(APP_DIRECTORY)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -128,14 +133,14 @@ class WorkerSession:
             worker_init_request=protos.WorkerInitRequest(
                 host_version="4.1041.200",
                 capabilities=HOST_CAPABILITIES,
-                function_app_directory=str(ROOT),
+                function_app_directory=str(APP_DIRECTORY),
             )
         ).worker_init_response
         self._check(init.result, "WorkerInitRequest")
         self.capabilities = dict(init.capabilities)
         indexed = self._exchange(
             functions_metadata_request=protos.FunctionsMetadataRequest(
-                function_app_directory=str(ROOT)
+                function_app_directory=str(APP_DIRECTORY)
             )
         ).function_metadata_response
         self._check(indexed.result, "FunctionsMetadataRequest")

@@ -5,9 +5,12 @@ does, builds the invocation the host would send (:mod:`tests.host.host_conversio
 function through the worker runtime, settles the messages as the extension does, and reads the
 replicas back with the SDK to compare them field by field with what was published.
 
-On the main branch before this tier existed, the first three tests failed: bodies were bound as
-JSON (the triggers had no ``dataType``), a missing CorrelationId took the next message's, and
-replicas had no TTL.
+Against the app as it was before this tier existed (commit 994ab12) all three fail: its triggers
+declared no ``dataType``, so the host could not bind these bodies. With only the ``dataType``
+added, the first and the last still fail (a message without PartitionKey or CorrelationId got
+the next message's, read by position from a shortened array; replicas lost their TTL); the
+second passes, because its metadata is exact. Run any checkout against this harness with
+``REPLICATION_HOST_APP_DIR=/path/to/checkout``.
 """
 
 from __future__ import annotations

@@ -145,9 +145,14 @@ run_tests() {
 run_bench() {
     ensure_venv
     ensure_java
+    ensure_host_venv
     for script in benchmarks/bench_*.py; do
         log "$script"
-        "$VENV/bin/python" "$script"
+        case "$script" in
+            # Scripts that drive the Functions Python worker run on Python 3.13 (.venv-host).
+            benchmarks/bench_host_*) "$HOST_VENV/bin/python" "$script" ;;
+            *) "$VENV/bin/python" "$script" ;;
+        esac
     done
 }
 

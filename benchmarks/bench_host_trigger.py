@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 
+from replication.emulator_process import emulator_process  # noqa: E402
 from tests.host.brokers import drain, send, settle  # noqa: E402
 from tests.host.host import WorkerSession  # noqa: E402
 from tests.host.host_conversion import (  # noqa: E402
@@ -57,26 +57,6 @@ FUNCTION = "jobs-weu-to-neu"
 BATCH = int(
     json.loads((ROOT / "host.json").read_text())["extensions"]["serviceBus"]["maxMessageBatchSize"]
 )
-
-
-def start_emulator() -> tuple[subprocess.Popen[str], dict[str, str]]:
-    process = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "python"), "-m", "emulator", "--topology", str(TOPOLOGY)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    settings: dict[str, str] = {}
-    assert process.stdout is not None
-    while len(settings) < 3:
-        line = process.stdout.readline()
-        if not line:
-            raise SystemExit("the emulator did not start")
-        if line.startswith("export "):
-            name, _, value = line.removeprefix("export ").strip().partition("=")
-            settings[name] = value.strip("'")
-    return process, settings
 
 
 def messages(count: int, *, ttl: bool) -> list[ServiceBusMessage]:
@@ -133,31 +113,23 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    emulator, settings = start_emulator()
     variants = {
         "batch": (BATCH, False),
         "batch+reread": (BATCH, True),
         "single": (1, False),
     }
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            app = {
-                "FUNCTIONS_WORKER_RUNTIME": "python",
-                "REPLICATION_TOPOLOGY": str(TOPOLOGY),
-                **settings,
-            }
-            with WorkerSession(app, log=Path(scratch) / "worker.log") as worker:
-                worker.start()
-                run_variant(worker, settings, BATCH, BATCH, ttl=True)  # warm up links
-                for _ in range(args.rounds):
-                    for name, (batch, ttl) in variants.items():
-                        figures[name].append(
-                            run_variant(worker, settings, args.messages, batch, ttl=ttl)
-                        )
-    finally:
-        emulator.terminate()
-        emulator.wait(timeout=20)
+    emulator = emulator_process(TOPOLOGY, python=ROOT / ".venv" / "bin" / "python")
+    with emulator as settings, tempfile.TemporaryDirectory() as scratch:
+        app = {"FUNCTIONS_WORKER_RUNTIME": "python", "REPLICATION_TOPOLOGY": str(TOPOLOGY)}
+        with WorkerSession({**app, **settings}, log=Path(scratch) / "worker.log") as worker:
+            worker.start()
+            run_variant(worker, settings, BATCH, BATCH, ttl=True)  # warm up links
+            for _ in range(args.rounds):
+                for name, (batch, ttl) in variants.items():
+                    figures[name].append(
+                        run_variant(worker, settings, args.messages, batch, ttl=ttl)
+                    )
     base = statistics.median(f[1] for f in figures["batch"])
     print(f"{args.messages} messages of 1 KB per variant, batch size {BATCH}, {args.rounds} rounds")
     print(

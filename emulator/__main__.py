@@ -6,7 +6,8 @@
 On start it prints one line per namespace, ``NAME<TAB>CONNECTION-STRING``. With
 ``--topology`` it prints ``export SETTING='CONNECTION-STRING'`` lines instead, one per app
 setting the topology's namespaces read, ready to paste into the shell that runs
-``python -m replication run``.
+``python -m replication run``. A last line ``# emulator running; Ctrl-C stops it`` says the
+list is complete.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from replication.exceptions import ConfigurationError
+from replication.exit_codes import ExitCode
 from replication.topology import Topology
 
 from . import run_emulator
+
+READY_LINE = "# emulator running; Ctrl-C stops it"
 
 
 def _config_from_topology(path: str) -> tuple[dict[str, Any], Topology]:
@@ -78,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 for name in running.namespaces:
                     print(f"{name}\t{running.connection_string(name)}", flush=True)
-            print("# emulator running; Ctrl-C stops it", file=sys.stderr, flush=True)
+            # On stdout, after the settings: a reader knows they are complete (and a shell that
+            # sources the output ignores the comment).
+            print(READY_LINE, flush=True)
             try:
                 while not stop.wait(0.5):
                     pass
@@ -86,11 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pass
     except ConfigurationError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return ExitCode.CONFIGURATION
     except OSError as error:
         print(f"error: cannot listen: {error.strerror}", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.UNAVAILABLE
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -3,21 +3,25 @@
 A pattern is pure: given a batch of :class:`~replication.envelope.Envelope` and the task's
 context and options, it returns one or more :data:`Decision` per input message. It never does
 I/O; the runtime executes the decisions (send, dead-letter, or log a skip).
+
+Everything the rest of the library needs from a pattern is declared on its one
+:class:`Pattern` record, typed by its options model: the plan, the subscription rule it needs
+on a topic subscription it reads, the SQL conditions among its options (for ``lint-rules``)
+and its own checks of a task's configuration. The topology validates a task's options once,
+into that model, and hands the same object to every hook.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from replication.envelope import Envelope
-
-if TYPE_CHECKING:
-    from replication.topology import RuleSpec
+from replication.rules import RuleSpec
 
 
 class PatternOptions(BaseModel):
@@ -77,35 +81,57 @@ class DeadLetter:
 
 Decision = Forward | Skip | DeadLetter
 
+OptionsT = TypeVar("OptionsT", bound=PatternOptions)
+
+
+def no_subscription_rule(options: PatternOptions) -> RuleSpec | None:
+    """For patterns that read whatever the subscription's own rules select."""
+    return None
+
+
+def no_sql_conditions(options: PatternOptions) -> Iterable[tuple[str, str]]:
+    """For patterns whose options hold no SQL."""
+    return ()
+
+
+def no_checks(options: PatternOptions, targets: Sequence[Target]) -> Iterable[tuple[str, str]]:
+    """For patterns whose options need no check against the task."""
+    return ()
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Pattern:
-    """A federation pattern as the registry hands it out.
+class Pattern(Generic[OptionsT]):
+    """A federation pattern as the registry hands it out, typed by its options model.
 
-    ``plan`` maps a batch to decisions; ``subscription_rule`` is the rule the pattern needs on
-    a Service Bus subscription it reads (``None``: keep the subscription's own rules).
+    - ``plan`` maps a batch to decisions;
+    - ``subscription_rule`` is the rule the pattern needs on a Service Bus subscription it
+      reads (``None``: keep the subscription's own rules);
+    - ``sql_conditions`` lists the SQL expressions among the options as (option path,
+      expression), for ``lint-rules``;
+    - ``check`` finds problems of the options against the task's targets, as (option path,
+      message); the topology reports them with the file and JSON path.
     """
 
     name: str
     summary: str
-    options_model: type[PatternOptions]
-    plan: Callable[[Sequence[Envelope], TaskContext, Any], list[Decision]]
-    subscription_rule: Callable[[Any], RuleSpec | None]
-
-
-def no_subscription_rule(options: Any) -> RuleSpec | None:
-    """For patterns that read whatever the subscription's own rules select."""
-    return None
+    options_model: type[OptionsT]
+    plan: Callable[[Sequence[Envelope], TaskContext, OptionsT], list[Decision]]
+    subscription_rule: Callable[[OptionsT], RuleSpec | None] = no_subscription_rule
+    sql_conditions: Callable[[OptionsT], Iterable[tuple[str, str]]] = no_sql_conditions
+    check: Callable[[OptionsT, Sequence[Target]], Iterable[tuple[str, str]]] = no_checks
 
 
 __all__ = [
     "DeadLetter",
     "Decision",
     "Forward",
+    "OptionsT",
     "Pattern",
     "PatternOptions",
     "Skip",
     "Target",
     "TaskContext",
+    "no_checks",
+    "no_sql_conditions",
     "no_subscription_rule",
 ]

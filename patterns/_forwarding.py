@@ -9,7 +9,7 @@ from replication.exceptions import MalformedReplicationPropertyError
 from replication.loops import check_forward
 from replication.properties import read_state, stamp
 
-from ._base import DeadLetter, Decision, Forward, Skip, Target, TaskContext
+from ._base import DeadLetter, Decision, Forward, PatternOptions, Skip, Target, TaskContext
 
 
 def forward_to_targets(
@@ -62,3 +62,10 @@ def forward_each(
             forward_to_targets(envelope, context, replica=replica, originals_only=originals_only)
         )
     return decisions
+
+
+def forward_every_message(
+    batch: Sequence[Envelope], context: TaskContext, options: PatternOptions
+) -> list[Decision]:
+    """The plan of patterns that forward every message unchanged (loop prevention applies)."""
+    return forward_each(batch, context)

@@ -16,7 +16,7 @@ from datetime import timedelta
 from pydantic import Field
 
 from replication.envelope import Envelope
-from replication.topology import RuleSpec
+from replication.rules import RuleSpec
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
@@ -66,7 +66,7 @@ def plan(
     )
 
 
-PATTERN = Pattern(
+PATTERN: Pattern[ActivePassiveOptions] = Pattern(
     name="active_passive",
     summary="replicate the primary to a standby whose replicas expire after a TTL",
     options_model=ActivePassiveOptions,

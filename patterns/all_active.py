@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from replication.envelope import Envelope
 from replication.properties import REPLICATION_FLAG
-from replication.topology import DEFAULT_RULE_NAME, RuleFilterSpec, RuleSpec
+from replication.rules import DEFAULT_RULE_NAME, RuleFilterSpec, RuleSpec
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
@@ -46,7 +46,7 @@ def plan(
     return forward_each(batch, context, originals_only=True)
 
 
-PATTERN = Pattern(
+PATTERN: Pattern[AllActiveOptions] = Pattern(
     name="all_active",
     summary="replicate messages published here to every peer; never re-replicate replicas",
     options_model=AllActiveOptions,

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from replication.envelope import Envelope
 
-from ._base import Decision, Pattern, PatternOptions, TaskContext, no_subscription_rule
+from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
 
 
@@ -43,10 +43,9 @@ def plan(
     return forward_each(batch, context, transform=lambda e: normalize(e, options))
 
 
-PATTERN = Pattern(
+PATTERN: Pattern[ConsolidationOptions] = Pattern(
     name="consolidation",
     summary="merge several sources into one target, normalizing their properties",
     options_model=ConsolidationOptions,
     plan=plan,
-    subscription_rule=no_subscription_rule,
 )

@@ -7,28 +7,17 @@ receives a message at most once and that forwarding stops after ``maxHops``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from replication.envelope import Envelope
-
-from ._base import Decision, Pattern, PatternOptions, TaskContext, no_subscription_rule
-from ._forwarding import forward_each
+from ._base import Pattern, PatternOptions
+from ._forwarding import forward_every_message
 
 
 class LatencyOptimizationOptions(PatternOptions):
     """Latency optimization takes no options; the hop limit is the task's ``maxHops``."""
 
 
-def plan(
-    batch: Sequence[Envelope], context: TaskContext, options: LatencyOptimizationOptions
-) -> list[Decision]:
-    return forward_each(batch, context)
-
-
-PATTERN = Pattern(
+PATTERN: Pattern[LatencyOptimizationOptions] = Pattern(
     name="latency_optimization",
     summary="forward messages, including transit replicas, once to each namespace on the route",
     options_model=LatencyOptimizationOptions,
-    plan=plan,
-    subscription_rule=no_subscription_rule,
+    plan=forward_every_message,
 )

@@ -25,7 +25,6 @@ from ._base import (
     Skip,
     Target,
     TaskContext,
-    no_subscription_rule,
 )
 from ._forwarding import forward_to_targets
 
@@ -59,14 +58,6 @@ class RoutingOptions(PatternOptions):
     mode: Literal["all", "first"] = "all"
     unmatched: Literal["deadletter", "skip"] = "deadletter"
 
-    def sql_conditions(self) -> list[tuple[str, str]]:
-        """(option path, expression) pairs for ``lint-rules``."""
-        return [(f"routes[{i}].condition", r.condition) for i, r in enumerate(self.routes)]
-
-    def unknown_targets(self, task_targets: Sequence[str]) -> list[str]:
-        """Route targets that are not among the task's targets (a configuration error)."""
-        return [t for route in self.routes for t in route.targets if t not in task_targets]
-
 
 def _selected_targets(
     envelope: Envelope, context: TaskContext, options: RoutingOptions
@@ -95,10 +86,27 @@ def plan(
     return decisions
 
 
-PATTERN = Pattern(
+def sql_conditions(options: RoutingOptions) -> list[tuple[str, str]]:
+    """(option path, expression) pairs for ``lint-rules``."""
+    return [(f"routes[{i}].condition", r.condition) for i, r in enumerate(options.routes)]
+
+
+def check(options: RoutingOptions, targets: Sequence[Target]) -> list[tuple[str, str]]:
+    """Route targets that are not among the task's targets (a configuration error)."""
+    names = [str(target) for target in targets]
+    return [
+        (f"routes[{i}].targets", f"route target '{name}' is not a task target ({', '.join(names)})")
+        for i, route in enumerate(options.routes)
+        for name in route.targets
+        if name not in names
+    ]
+
+
+PATTERN: Pattern[RoutingOptions] = Pattern(
     name="routing",
     summary="split a stream: send each message to the targets whose SQL condition it meets",
     options_model=RoutingOptions,
     plan=plan,
-    subscription_rule=no_subscription_rule,
+    sql_conditions=sql_conditions,
+    check=check,
 )

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from replication.envelope import Envelope
 
-from ._base import Decision, Pattern, PatternOptions, TaskContext, no_subscription_rule
+from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
 from .active_passive import capped_time_to_live
 
@@ -44,10 +44,9 @@ def plan(
     return forward_each(batch, context, transform=lambda e: spilled_copy(e, options))
 
 
-PATTERN = Pattern(
+PATTERN: Pattern[SpilloverOptions] = Pattern(
     name="spillover",
     summary="send dead-lettered messages of the primary to a secondary region",
     options_model=SpilloverOptions,
     plan=plan,
-    subscription_rule=no_subscription_rule,
 )

@@ -28,7 +28,6 @@ from ._base import (
     PatternOptions,
     Skip,
     TaskContext,
-    no_subscription_rule,
 )
 from ._forwarding import forward_to_targets
 
@@ -56,10 +55,6 @@ class ValidationOptions(PatternOptions):
     def model_post_init(self, context: object) -> None:
         if self.condition is not None:
             self._compiled = SqlFilter(self.condition)
-
-    def sql_conditions(self) -> list[tuple[str, str]]:
-        """(option path, expression) pairs for ``lint-rules``."""
-        return [] if self.condition is None else [("condition", self.condition)]
 
     def problem(self, envelope: Envelope) -> str | None:
         """Why ``envelope`` is invalid, or None when it is valid."""
@@ -94,10 +89,15 @@ def plan(
     return decisions
 
 
-PATTERN = Pattern(
+def sql_conditions(options: ValidationOptions) -> list[tuple[str, str]]:
+    """(option path, expression) pairs for ``lint-rules``."""
+    return [] if options.condition is None else [("condition", options.condition)]
+
+
+PATTERN: Pattern[ValidationOptions] = Pattern(
     name="validation",
     summary="replicate only valid messages, reduced and enriched; dead-letter the rest",
     options_model=ValidationOptions,
     plan=plan,
-    subscription_rule=no_subscription_rule,
+    sql_conditions=sql_conditions,
 )

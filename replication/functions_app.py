@@ -27,9 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import azure.functions as func
 
-from patterns import Target
 from replication.envelope import Envelope
-from replication.runtime import TargetSender, TaskRunner
+from replication.runtime import TaskRunner
 from replication.topology import NamespaceKind, TaskSpec, Topology, load_topology
 from replication.transport.functions import (
     envelopes_from_event_hub_batch,
@@ -41,30 +40,6 @@ from replication.transport.senders import SenderFactory
 logger = logging.getLogger(__name__)
 
 DEAD_LETTER_QUEUE_SUFFIX = "/$DeadLetterQueue"
-
-
-class _LazySender:
-    """A target whose SDK client is created on the first send, not at indexing."""
-
-    def __init__(self, factory: SenderFactory, target: Target) -> None:
-        self._factory = factory
-        self._target = target
-
-    def send(self, envelopes: Sequence[Envelope]) -> None:
-        self._factory.sender(self._target.namespace, self._target.entity).send(envelopes)
-
-
-def build_runner(topology: Topology, task: TaskSpec, factory: SenderFactory) -> TaskRunner:
-    """The task's runner with lazily connected senders for its targets and dead-letter target."""
-    senders: dict[Target, TargetSender] = {}
-    for ref in task.targets:
-        target = Target(ref.namespace, ref.entity)
-        senders[target] = _LazySender(factory, target)
-    dead_letter = None
-    if task.dead_letter_target is not None:
-        ref = task.dead_letter_target
-        dead_letter = _LazySender(factory, Target(ref.namespace, ref.entity))
-    return TaskRunner(topology, task, senders, dead_letter)
 
 
 def _source_label(task: TaskSpec) -> str:
@@ -101,7 +76,7 @@ def register_task(
     """Add the triggered function of ``task`` to ``app``."""
     source = task.source
     namespace = topology.namespace(source.namespace)
-    runner = build_runner(topology, task, factory)
+    runner = factory.runner(topology.resolved(task))
     if namespace.kind is NamespaceKind.EVENTHUBS:
         handler = _event_hub_handler(runner)
         handler = app.event_hub_message_trigger(
@@ -153,4 +128,4 @@ def build_app(
     return app
 
 
-__all__ = ["build_app", "build_runner", "register_task"]
+__all__ = ["build_app", "register_task"]

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from patterns import DeadLetter, Decision, Forward, Target, TaskContext, load_pattern
+from patterns import DeadLetter, Decision, Forward, Target
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, PermanentForwardError
 from replication.properties import (
@@ -34,7 +34,7 @@ from replication.properties import (
     DEAD_LETTER_REASON,
     DEAD_LETTER_SOURCE,
 )
-from replication.topology import TaskSpec, Topology
+from replication.topology import ResolvedTask
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +57,6 @@ class BatchOutcome:
     decisions: tuple[Decision, ...] = dataclasses.field(default=(), repr=False)
 
 
-def task_context(topology: Topology, task: TaskSpec) -> TaskContext:
-    """The pattern's view of a task."""
-    return TaskContext(
-        task_name=task.name,
-        source_namespace=task.source.namespace,
-        targets=tuple(Target(t.namespace, t.entity) for t in task.targets),
-        max_hops=topology.max_hops(task),
-    )
-
-
 def parked_copy(decision: DeadLetter, source: str) -> Envelope:
     """The message as parked in a dead-letter target: the original plus the reason."""
     return decision.source.with_properties(
@@ -83,15 +73,14 @@ class TaskRunner:
 
     def __init__(
         self,
-        topology: Topology,
-        task: TaskSpec,
+        task: ResolvedTask,
         senders: Mapping[Target, TargetSender],
         dead_letter_sender: TargetSender | None = None,
     ) -> None:
-        self.task = task
-        self.context = task_context(topology, task)
-        self._pattern = load_pattern(task.pattern)
-        self._options = topology.pattern_options(task)
+        self.task = task.spec
+        self.context = task.context
+        self._pattern = task.pattern
+        self._options = task.options
         missing = [str(t) for t in self.context.targets if t not in senders]
         if missing:
             raise ValueError(f"task {task.name}: no sender for {', '.join(missing)}")
@@ -174,4 +163,4 @@ def _id(decision: Decision) -> str:
     return f"message {envelope.message_id or envelope.offset or envelope.sequence_number}"
 
 
-__all__ = ["BatchOutcome", "TargetSender", "TaskRunner", "parked_copy", "task_context"]
+__all__ = ["BatchOutcome", "TargetSender", "TaskRunner", "parked_copy"]

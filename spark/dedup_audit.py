@@ -34,6 +34,7 @@ if __package__ in (None, ""):
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from replication.exit_codes import ExitCode
 from spark import _audit as audit
 from spark._html import render
 from spark._inputs import InputError, read_inputs
@@ -258,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except InputError as error:
         logger.error("%s", error)
-        return 2
+        return ExitCode.CONFIGURATION
     if args.streaming:
         stream_output = str(output / "stream_unique")
         stats = deduplicate_stream(
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     (output / "report.html").write_text(render(result.report, result.charts))
     logger.info("wrote %s", output)
     print(json.dumps(result.report, indent=2))
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

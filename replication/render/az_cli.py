@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from replication.topology import NamespaceKind, NamespaceSpec, Topology
+from replication.topology import NamespaceKind, NamespaceSpec, Topology, materialize
 
 from .bicep_params import eventhubs_parameter, servicebus_parameter
 
@@ -122,7 +122,7 @@ def _eventhubs_commands(namespace: NamespaceSpec) -> list[str]:
 
 def az_cli_script(topology: Topology, *, source: str = "topology.json") -> str:
     lines = [HEADER.format(source=source, script="provision.sh")]
-    for namespace in topology.materialized().namespaces:
+    for namespace in materialize(topology).namespaces:
         if namespace.kind is NamespaceKind.SERVICEBUS:
             lines += _servicebus_commands(namespace)
         else:

@@ -2,7 +2,7 @@
 
 Why a rendered parameters file rather than ``loadJsonContent`` of the topology: the
 subscriptions, loop-prevention rules, consumer groups and role assignments are *derived* from
-the tasks by this library (``Topology.materialized()``); rendering them keeps one implementation
+the tasks by this library (``materialize(topology)``); rendering them keeps one implementation
 of those rules, and Bicep stays simple loops over flat arrays (Bicep cannot nest resource loops).
 
 ``userAssignedIdentitySettings`` holds the ``<connection>__clientId`` settings a user-assigned
@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from replication.topology import NamespaceKind, NamespaceSpec, SubscriptionSpec, Topology
+from replication.topology import (
+    NamespaceKind,
+    NamespaceSpec,
+    SubscriptionSpec,
+    Topology,
+    materialize,
+)
 
 from ._common import iso_duration, resource_name
 from .access import role_assignments
@@ -139,7 +145,7 @@ def eventhubs_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
 
 def bicep_parameters(topology: Topology, *, topology_path: str = "topology.json") -> dict[str, Any]:
     """The deployment parameters document for ``infra/main.bicep``."""
-    materialized = topology.materialized()
+    materialized = materialize(topology)
     servicebus = [n for n in materialized.namespaces if n.kind is NamespaceKind.SERVICEBUS]
     eventhubs = [n for n in materialized.namespaces if n.kind is NamespaceKind.EVENTHUBS]
     key_vault_secrets = sorted(

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from replication.rules import RuleSpec
 from replication.topology import (
     EventHubSpec,
     NamespaceKind,
     NamespaceSpec,
     QueueSpec,
-    RuleSpec,
     SubscriptionSpec,
     Topology,
+    materialize,
 )
 
 from ._common import iso_duration
@@ -123,7 +124,7 @@ def eventhubs_namespace(namespace: NamespaceSpec, name: str | None = None) -> di
 
 def emulator_config(topology: Topology) -> dict[str, Any]:
     """All namespaces of the (materialized) topology in one document for our emulator."""
-    materialized = topology.materialized()
+    materialized = materialize(topology)
     servicebus = [n for n in materialized.namespaces if n.kind is NamespaceKind.SERVICEBUS]
     eventhubs = [n for n in materialized.namespaces if n.kind is NamespaceKind.EVENTHUBS]
     user_config: dict[str, Any] = {"Logging": {"Type": "Console"}}
@@ -137,7 +138,7 @@ def emulator_config(topology: Topology) -> dict[str, Any]:
 def official_configs(topology: Topology) -> dict[str, dict[str, Any]]:
     """``<namespace>.json`` -> the single-namespace document Microsoft's emulator accepts."""
     configs = {}
-    for namespace in topology.materialized().namespaces:
+    for namespace in materialize(topology).namespaces:
         if namespace.kind is NamespaceKind.SERVICEBUS:
             entry = {"Namespaces": [servicebus_namespace(namespace, OFFICIAL_SERVICEBUS_NAMESPACE)]}
         else:

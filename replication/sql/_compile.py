@@ -216,7 +216,9 @@ def arithmetic(op: str, left: Any, right: Any) -> Any:
                     return math.nan
                 return math.copysign(math.inf, left)
             if op == "%":
-                return math.fmod(left, right)
+                # IEEE 754 remainder as C# computes it: an infinite dividend gives NaN (where
+                # math.fmod raises), an infinite divisor leaves a finite dividend unchanged.
+                return math.nan if math.isinf(left) else math.fmod(left, right)
         return {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}[op](
             left, right
         )

@@ -17,9 +17,11 @@ from azure.eventhub import EventHubProducerClient
 from azure.servicebus import ServiceBusClient
 from azure.servicebus.exceptions import MessageSizeExceededError
 
+from patterns import Target
 from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError
-from replication.topology import EntityRef, NamespaceKind, NamespaceSpec, Topology
+from replication.runtime import TargetSender, TaskRunner
+from replication.topology import EntityRef, NamespaceKind, NamespaceSpec, ResolvedTask, Topology
 
 from .connections import event_hub_client, servicebus_client
 from .errors import translate
@@ -147,6 +149,17 @@ class EventHubTargetSender:
         self._producer.close()
 
 
+class _LazySender:
+    """A target whose SDK client is created on the first send (not when the app is indexed)."""
+
+    def __init__(self, factory: SenderFactory, target: Target) -> None:
+        self._factory = factory
+        self._target = target
+
+    def send(self, envelopes: Sequence[Envelope]) -> None:
+        self._factory.sender(self._target.namespace, self._target.entity).send(envelopes)
+
+
 class SenderFactory:
     """Builds and caches one client per namespace and one sender per target entity."""
 
@@ -169,6 +182,18 @@ class SenderFactory:
                 self._senders[key] = self._create(namespace, entity)
             sender: ServiceBusTargetSender | EventHubTargetSender = self._senders[key]
             return sender
+
+    def runner(self, task: ResolvedTask) -> TaskRunner:
+        """The task's runner, with senders for its targets and dead-letter target that connect
+        on their first send."""
+        senders: dict[Target, TargetSender] = {
+            target: _LazySender(self, target) for target in task.context.targets
+        }
+        parking = task.spec.dead_letter_target
+        dead_letter = (
+            _LazySender(self, Target(parking.namespace, parking.entity)) if parking else None
+        )
+        return TaskRunner(task, senders, dead_letter)
 
     def peeker(self, source: EntityRef) -> ServiceBusPeeker:
         """The (cached) peeker of a Service Bus source, for re-reading a trigger's batch."""

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
+from replication.exit_codes import ExitCode
+
 pytestmark = pytest.mark.emulator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +103,6 @@ def test_a_taken_port_fails_cleanly(tmp_path: Path) -> None:
         namespaces = [{"Name": "first"}, {"Name": "second", "Port": port}]
         config.write_text(json.dumps({"UserConfig": {"Namespaces": namespaces}}))
         result = run_to_exit("--config", str(config))
-    assert result.returncode == 1
+    assert result.returncode == ExitCode.UNAVAILABLE
     assert f"cannot listen: namespace 'second' on 127.0.0.1:{port}" in result.stderr
     assert result.stdout == ""

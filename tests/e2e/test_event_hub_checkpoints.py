@@ -20,7 +20,7 @@ from azure.storage.blob import ContainerClient
 
 import emulator
 from replication.exceptions import ConfigurationError
-from replication.local_run import LocalHost
+from replication.local_host import LocalHost
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, load_topology
 from replication.transport.checkpoints import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store

@@ -10,13 +10,12 @@ runs it, and the tests talk to it over AMQP with the unmodified SDKs.
 from __future__ import annotations
 
 import os
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from replication.emulator_process import emulator_process
 from tests.host.host import WorkerSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,33 +26,10 @@ EMULATOR_PYTHON = os.environ.get(
 
 
 @pytest.fixture(scope="session")
-def emulator_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def emulator_settings() -> Iterator[dict[str, str]]:
     """The app settings (connection strings) of the emulator serving ``topology.json``."""
-    log = tmp_path_factory.mktemp("emulator") / "emulator.log"
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            [EMULATOR_PYTHON, "-m", "emulator", "--topology", str(TOPOLOGY)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-        settings: dict[str, str] = {}
-        deadline = time.monotonic() + 60
-        assert process.stdout is not None
-        while len(settings) < 3:
-            line = process.stdout.readline()
-            if not line or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"the emulator did not start: {log.read_text()[-2000:]}")
-            if line.startswith("export "):
-                name, _, value = line.removeprefix("export ").strip().partition("=")
-                settings[name] = value.strip("'")
-        try:
-            yield settings
-        finally:
-            process.terminate()
-            process.wait(timeout=20)
+    with emulator_process(TOPOLOGY, python=EMULATOR_PYTHON) as settings:
+        yield settings
 
 
 @pytest.fixture(scope="session")

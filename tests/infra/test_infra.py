@@ -134,7 +134,7 @@ def test_replication_subscriptions_have_exactly_the_loop_prevention_rule(example
         action = rule["actionSqlExpression"]
         assert action.startswith("SET replication = 1")
         if task.pattern == "active_passive":
-            ttl = format_timespan(topology.pattern_options(task).replica_time_to_live)  # type: ignore[attr-defined]
+            ttl = format_timespan(topology.resolved(task).options.replica_time_to_live)  # type: ignore[attr-defined]
             assert action.endswith(f"SET sys.TimeToLive = '{ttl}'")
         SqlFilter(rule["sqlExpression"])
         SqlRuleAction(action)

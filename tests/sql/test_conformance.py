@@ -204,6 +204,10 @@ CASES += [
     ("-count % 3 = -2", True),
     ("price / 2 = 4.75", True),
     ("count / 2.0 = 2.5", True),
+    # C# double remainder: an infinite dividend gives NaN (never equal), an infinite divisor
+    # leaves the dividend
+    ("(price / 0.0) % 2.0 = (price / 0.0) % 2.0", False),
+    ("price % (price / 0.0) = price", True),
     ("-(count) = -5", True),
     ("+count = 5", True),
     ("(count + 1) * 2 = 12", True),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from replication.cli import main
-from replication.rule_lint import bicep_rules
+from replication.cli.lint_rules import bicep_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -18,13 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from patterns import Forward, Target, TaskContext
+from patterns.all_active import PATTERN as ALL_ACTIVE
 from patterns.all_active import AllActiveOptions
-from patterns.all_active import plan as all_active_plan
+from patterns.latency_optimization import PATTERN as LATENCY_OPTIMIZATION
 from patterns.latency_optimization import LatencyOptimizationOptions
-from patterns.latency_optimization import plan as latency_plan
 from replication.envelope import Envelope
 from replication.loops import should_forward
 from replication.properties import SEPARATOR, read_state
+
+all_active_plan = ALL_ACTIVE.plan
+latency_plan = LATENCY_OPTIMIZATION.plan
 
 Plan = Callable[[Sequence[Envelope], TaskContext, Any], list[Any]]
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -144,7 +147,12 @@ def test_b_chain_or_hub_delivers_every_message_everywhere_exactly_once(
     """(b) Latency optimization: transit messages are forwarded onwards along the route."""
     names, peers, origins = case
     arrivals, _ = simulate(
-        names, peers, latency_plan, LatencyOptimizationOptions(), origins, len(names) - 1
+        names,
+        peers,
+        latency_plan,
+        LatencyOptimizationOptions(),
+        origins,
+        len(names) - 1,
     )
     for per_namespace in arrivals.values():
         assert per_namespace == Counter(dict.fromkeys(names, 1))

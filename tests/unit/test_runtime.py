@@ -24,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def runner(target: MemoryTarget, dead_letter: MemoryTarget | None = None) -> TaskRunner:
     topology = load_topology(EXAMPLES / "two-region-all-active.json")
     task = topology.task("orders-weu-to-neu")
-    return TaskRunner(topology, task, {Target("neu", "orders"): target}, dead_letter)
+    return TaskRunner(topology.resolved(task), {Target("neu", "orders"): target}, dead_letter)
 
 
 def originals(count: int) -> list[Envelope]:
@@ -71,4 +71,4 @@ def test_transient_failures_propagate_for_redelivery() -> None:
 def test_a_runner_needs_a_sender_for_every_target() -> None:
     topology = load_topology(EXAMPLES / "two-region-all-active.json")
     with pytest.raises(ValueError, match="no sender for neu/orders"):
-        TaskRunner(topology, topology.task("orders-weu-to-neu"), {})
+        TaskRunner(topology.resolved("orders-weu-to-neu"), {})

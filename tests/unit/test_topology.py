@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from replication.exceptions import ConfigurationError
-from replication.topology import load_topology, parse_topology
+from replication.topology import load_topology, materialize, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
@@ -70,7 +70,7 @@ def test_topology_path_comes_from_the_setting(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_materialized_adds_the_loop_prevention_rule_as_default() -> None:
-    topology = load_topology(ROOT / "examples" / "two-region-all-active.json").materialized()
+    topology = materialize(load_topology(ROOT / "examples" / "two-region-all-active.json"))
     topic = topology.namespace("weu").topics[0]
     subscriptions = {s.name: s for s in topic.subscriptions}
     assert subscriptions["billing"].rules == []
@@ -82,13 +82,13 @@ def test_materialized_adds_the_loop_prevention_rule_as_default() -> None:
 
 def test_active_passive_rule_sets_the_replica_ttl() -> None:
     topology = load_topology(ROOT / "examples" / "active-passive-and-stream.json")
-    (rule,) = topology.materialized().namespace("primary").topics[0].subscriptions[0].rules
+    (rule,) = materialize(topology).namespace("primary").topics[0].subscriptions[0].rules
     assert rule.action == "SET replication = 1; SET sys.TimeToLive = '00:02:00'"
 
 
 def test_event_hub_consumer_group_of_a_task_is_materialized() -> None:
     topology = load_topology(ROOT / "examples" / "active-passive-and-stream.json")
-    (hub,) = topology.materialized().namespace("ingest").event_hubs
+    (hub,) = materialize(topology).namespace("ingest").event_hubs
     assert hub.consumer_groups == ["replication"]
 
 

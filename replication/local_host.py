@@ -1,6 +1,7 @@
 """Run every task of a topology locally, the way the Functions host runs them in Azure.
 
-``python -m replication run --topology FILE`` starts one receive loop per task (see
+:class:`LocalHost` (behind ``python -m replication run --topology FILE``) starts one receive
+loop per task (see
 :mod:`replication.transport.receivers`) that feeds batches to the task's
 :class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function app
 uses. Connection settings are read from the environment exactly as in Azure (see
@@ -13,7 +14,6 @@ seconds.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import logging
 import os
@@ -23,9 +23,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from replication.commands import add_topology_option
-from replication.functions_app import build_runner
-from replication.topology import NamespaceKind, Topology, load_topology
+from replication.topology import NamespaceKind, Topology
 from replication.transport.checkpoints import STORAGE_SETTING, checkpoint_store
 from replication.transport.receivers import (
     ReceiveStats,
@@ -62,7 +60,7 @@ class LocalHost:
                     STORAGE_SETTING,
                 )
         for task in self.topology.tasks:
-            runner = build_runner(self.topology, task, self._factory)
+            runner = self._factory.runner(self.topology.resolved(task))
             namespace = self.topology.namespace(task.source.namespace)
             loop: Any = run_servicebus_source
             if namespace.kind is NamespaceKind.EVENTHUBS:
@@ -118,42 +116,4 @@ class LocalHost:
         self.stop()
 
 
-def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
-    with LocalHost(topology) as host:
-        print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
-        try:
-            if args.until_idle is not None:
-                host.wait_until_idle(args.until_idle, timeout=args.timeout)
-            else:
-                threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
-    for name, stats in host.stats.items():
-        print(
-            f"  {name}: {stats.messages} messages in {stats.batches} batches, "
-            f"{stats.failures} failed batches"
-        )
-    return 0
-
-
-def register(subparsers: Any) -> None:
-    """Add ``run`` to the CLI."""
-    parser = subparsers.add_parser("run", help="run every task locally with the SDKs")
-    add_topology_option(parser)
-    parser.add_argument(
-        "--until-idle",
-        type=float,
-        metavar="SECONDS",
-        help="stop once nothing was received for this long",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=600.0,
-        help="with --until-idle: give up after this many seconds",
-    )
-    parser.set_defaults(handler=run)
-
-
-__all__ = ["LocalHost", "register"]
+__all__ = ["LocalHost"]

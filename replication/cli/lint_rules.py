@@ -16,11 +16,13 @@ import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from replication.commands import add_topology_option
-from replication.sql import SqlFilter, SqlRuleAction, SqlSyntaxError
-from replication.topology import load_topology
+from replication.exit_codes import ExitCode
+from replication.rules import SqlText
+from replication.sql import SqlSyntaxError
+from replication.topology import load_topology, sql_texts
+
+from ._options import add_topology_option
 
 _SQL_EXPRESSION = re.compile(r"\bsqlExpression\s*:\s*'((?:[^'\\\n]|\\.)*)'")
 _NAME = re.compile(r"\bname\s*:\s*'((?:[^'\\\n]|\\.)*)'")
@@ -40,29 +42,15 @@ class RuleProblem:
         return f"{self.where}: rule {self.rule_name}: {self.error}"
 
 
-@dataclasses.dataclass(frozen=True)
-class RuleText:
-    """An SQL expression found in a file, and whether it is a filter or an action."""
-
-    where: str
-    rule_name: str
-    kind: str
-    expression: str
-
-
-def check(rule: RuleText) -> RuleProblem | None:
+def check(rule: SqlText) -> RuleProblem | None:
     """The problem with ``rule``, or None when Service Bus would accept it."""
-    try:
-        (SqlFilter if rule.kind == "filter" else SqlRuleAction)(rule.expression)
-    except SqlSyntaxError as error:
-        return RuleProblem(rule.where, rule.rule_name, error)
-    return None
+    error = rule.problem()
+    return None if error is None else RuleProblem(rule.where, rule.rule_name, error)
 
 
-def topology_rules(path: str) -> Iterator[RuleText]:
-    topology = load_topology(path)
-    for rule in topology.sql_rules():
-        yield RuleText(f"{path}: {rule.location}", rule.rule_name, rule.kind, rule.expression)
+def topology_rules(path: str) -> Iterator[SqlText]:
+    for rule in sql_texts(load_topology(path)):
+        yield rule.located(path)
 
 
 def _unescape(literal: str) -> str:
@@ -84,7 +72,7 @@ def _enclosing_key(text: str, position: int) -> str | None:
     return None
 
 
-def bicep_rules(root: Path) -> Iterator[RuleText]:
+def bicep_rules(root: Path) -> Iterator[SqlText]:
     for path in sorted(root.rglob("*.bicep")):
         text = path.read_text(encoding="utf-8")
         for match in _SQL_EXPRESSION.finditer(text):
@@ -94,7 +82,7 @@ def bicep_rules(root: Path) -> Iterator[RuleText]:
             names = _NAME.findall(text, 0, match.start())
             line = text.count("\n", 0, match.start()) + 1
             key = _enclosing_key(text, match.start())
-            yield RuleText(
+            yield SqlText(
                 f"{path}:{line}",
                 _unescape(names[-1]) if names else "?",
                 "action" if key == "action" else "filter",
@@ -102,7 +90,7 @@ def bicep_rules(root: Path) -> Iterator[RuleText]:
             )
 
 
-def lint(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     rules = list(topology_rules(args.topology))
     root = Path(args.bicep_root)
     if root.is_dir():
@@ -111,17 +99,12 @@ def lint(args: argparse.Namespace) -> int:
     for problem in problems:
         print(problem)
     print(f"{len(rules)} rule expression(s) checked, {len(problems)} rejected")
-    return 1 if problems else 0
+    return ExitCode.FINDINGS if problems else ExitCode.OK
 
 
-def register(subparsers: Any) -> None:
-    """Add ``lint-rules`` to the CLI."""
-    parser = subparsers.add_parser(
-        "lint-rules", help="parse every SQL filter and action of the topology and the Bicep files"
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
     parser.add_argument("--bicep-root", default="infra", help="folder searched for *.bicep")
-    parser.set_defaults(handler=lint)
 
 
-__all__ = ["RuleProblem", "RuleText", "bicep_rules", "check", "register", "topology_rules"]
+__all__ = ["RuleProblem", "bicep_rules", "check", "configure", "run", "topology_rules"]

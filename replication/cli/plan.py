@@ -1,56 +1,35 @@
-"""CLI commands ``validate`` and ``plan``.
+"""``python -m replication plan``: a dry run of the whole topology without any broker.
 
-``validate`` loads the topology and prints a summary, or the error with file and JSON path.
-
-``plan`` is a dry run of the whole topology without any broker: it publishes one message in
-the source entity of every task, then runs every task's real pattern, stamping and loop
-prevention over what arrives, delivering replicas to in-memory targets until nothing moves. It
-prints each decision, so you can see what would be forwarded where, and what loop prevention
-stops. (Broker-side subscription rules are not simulated: the patterns apply the same
-"originals only" rule themselves.)
+It publishes one message in the source entity of every task, then runs every task's real
+pattern, stamping and loop prevention over what arrives, delivering replicas to in-memory targets
+until nothing moves. It prints each decision, so you can see what would be forwarded where, and
+what loop prevention stops. (Broker-side subscription rules are not simulated: the patterns
+apply the same "originals only" rule themselves.)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from patterns import DeadLetter, Forward, Skip, Target
 from replication.envelope import Envelope
+from replication.exit_codes import ExitCode
 from replication.properties import read_state
 from replication.runtime import TargetSender, TaskRunner
-from replication.topology import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Topology, load_topology
+from replication.topology import Topology, load_topology
 from replication.transport.memory import MemoryTarget
+
+from ._options import add_topology_option
 
 Entity = tuple[str, str]
 
 
-def add_topology_option(parser: argparse.ArgumentParser) -> None:
-    """``--topology FILE`` with the setting/default fallback every command shares."""
-    parser.add_argument(
-        "--topology",
-        default=os.environ.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH),
-        help=f"topology file (default: ${TOPOLOGY_SETTING} or {DEFAULT_TOPOLOGY_PATH})",
-    )
-
-
-def validate(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
-    print(f"{args.topology}: valid")
-    for namespace in topology.namespaces:
-        entities = ", ".join(namespace.entity_names()) or "no entities"
-        print(
-            f"  namespace {namespace.name} ({namespace.kind.value}, {namespace.region}): {entities}"
-        )
-    for task in topology.tasks:
-        targets = ", ".join(t.describe() for t in task.targets)
-        print(f"  task {task.name} [{task.pattern}]: {task.source.describe()} -> {targets}")
-    for rule in topology.sql_rules():
-        print(f"  rule {rule.rule_name} ({rule.location}): {rule.kind} {rule.expression}")
-    return 0
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_topology_option(parser)
+    parser.add_argument("--messages", type=int, default=1, help="messages per source entity")
 
 
 class _Simulation:
@@ -65,7 +44,7 @@ class _Simulation:
                 senders[Target(ref.namespace, ref.entity)] = self._target(ref.namespace, ref.entity)
             dead = task.dead_letter_target
             parking = self._target(dead.namespace, dead.entity) if dead else MemoryTarget("parking")
-            runner = TaskRunner(topology, task, senders, parking)
+            runner = TaskRunner(topology.resolved(task), senders, parking)
             self.runners.append(((task.source.namespace, task.source.entity), runner))
         self.clock = datetime(2024, 1, 1, tzinfo=UTC)
         self.sequence = 0
@@ -79,7 +58,7 @@ class _Simulation:
         return envelope.replace(enqueued_time_utc=self.clock, sequence_number=self.sequence)
 
 
-def plan(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     simulation = _Simulation(topology)
     pending: deque[tuple[Entity, Envelope]] = deque()
@@ -113,7 +92,7 @@ def plan(args: argparse.Namespace) -> int:
         f"\n{len(deliveries)} messages, {sum(map(len, deliveries.values()))} copies, "
         f"{len(duplicates)} delivered twice to one entity"
     )
-    return 0
+    return ExitCode.OK
 
 
 def _print_decision(task: str, decision: Any) -> None:
@@ -128,19 +107,3 @@ def _print_decision(task: str, decision: Any) -> None:
         print(f"  {task:<22} {message:<28} skip: {decision.reason}")
     elif isinstance(decision, DeadLetter):
         print(f"  {task:<22} {message:<28} dead-letter: {decision.reason}: {decision.description}")
-
-
-def register(subparsers: Any) -> None:
-    """Add ``validate`` and ``plan`` to the CLI."""
-    parser = subparsers.add_parser("validate", help="validate a topology file and summarize it")
-    add_topology_option(parser)
-    parser.set_defaults(handler=validate)
-    parser = subparsers.add_parser(
-        "plan", help="dry-run every task in memory and print what would be forwarded"
-    )
-    add_topology_option(parser)
-    parser.add_argument("--messages", type=int, default=1, help="messages per source entity")
-    parser.set_defaults(handler=plan)
-
-
-__all__ = ["add_topology_option", "plan", "register", "validate"]

@@ -1,7 +1,7 @@
 """``python -m replication demo``: the whole product on one machine, without Docker or Azure.
 
-1. start the local AMQP emulator with the topology's namespaces, one port per region (the
-   config ``python -m replication render emulator-config`` writes);
+1. start the local AMQP emulator with the topology's namespaces, one port per region, as its own
+   process (``python -m emulator --topology``, see :mod:`replication.emulator_process`);
 2. run every task with the local host (real SDK receivers and senders, as in Azure);
 3. publish ``--messages`` messages to every task's source entity, in every region, and wait
    until the regions go quiet;
@@ -19,35 +19,22 @@ import argparse
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from replication.commands import add_topology_option
+from replication.emulator_process import emulator_process
 from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
-from replication.local_run import LocalHost
+from replication.exit_codes import ExitCode
+from replication.local_host import LocalHost
 from replication.properties import format_timestamp
-from replication.render.emulator_config import emulator_config
 from replication.topology import NamespaceKind, Topology, load_topology
 from replication.transport.receivers import drain_servicebus
 from replication.transport.senders import SenderFactory
 
-ROOT = Path(__file__).resolve().parents[1]
+from ._options import add_topology_option
 
-
-@contextmanager
-def _emulated(topology: Topology) -> Iterator[dict[str, str]]:
-    """Run the emulator for ``topology``; yield the app settings that point at it."""
-    try:
-        from emulator import run_emulator
-    except ImportError as error:
-        raise ReplicationError(
-            f"the demo needs the local emulator ({error}); run ./dev.sh demo, which installs it"
-        ) from None
-    with run_emulator(emulator_config(topology)) as running:
-        yield running.app_settings(topology)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _publish(topology: Topology, settings: dict[str, str], count: int) -> int:
@@ -150,13 +137,13 @@ def _print_verdict(report: dict[str, Any], published: int, output: Path) -> int:
     print(f"\nreport: {output / 'audit' / 'report.json'} and report.html beside it")
     healthy = report["missing_total"] == 0 and report["loops"] == 0
     print("verdict: every message replicated once, no loops" if healthy else "verdict: FAILED")
-    return 0 if healthy else 1
+    return ExitCode.OK if healthy else ExitCode.FINDINGS
 
 
-def demo(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     output = Path(args.output)
-    with _emulated(topology) as settings, LocalHost(topology, settings) as host:
+    with emulator_process(args.topology) as settings, LocalHost(topology, settings) as host:
         published = _publish(topology, settings, args.messages)
         if not host.wait_until_idle(idle_seconds=3, timeout=args.timeout, at_least=published):
             raise ReplicationError(f"replication still busy after {args.timeout} s")
@@ -167,13 +154,8 @@ def demo(args: argparse.Namespace) -> int:
     return _print_verdict(_audit(topology, folders, output), published, output)
 
 
-def register(subparsers: Any) -> None:
-    """Add ``demo`` to the CLI."""
-    parser = subparsers.add_parser(
-        "demo", help="replicate through the local emulator, then audit the result with Spark"
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
     parser.add_argument("--messages", type=int, default=200, help="originals per source entity")
     parser.add_argument("--output", default="demo-output", help="capture and report folder")
     parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for quiet")
-    parser.set_defaults(handler=demo)

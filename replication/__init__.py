@@ -1,11 +1,16 @@
 """Message replication and cross-region federation for Azure Service Bus and Event Hubs.
 
-The public surface most users need:
+The package root exports only the bottom layer, which everything else (the patterns included)
+builds on: :class:`Envelope`, the exception hierarchy and the loop check. The upper layers are
+imported from their modules, in dependency order:
 
-- :class:`Envelope` (``replication.envelope``): the neutral message type.
-- :func:`load_topology` (``replication.topology``): the validated topology file.
-- ``replication.properties`` / ``replication.loops``: replication properties and loop prevention.
-- ``replication.transport``: the only code that talks to the Azure SDKs.
+- ``replication.topology``: the validated topology file (``load_topology``);
+- ``replication.runtime``: a task's pattern executed over a batch;
+- ``replication.transport``: the only code that talks to the Azure SDKs;
+- ``replication.functions_app`` / ``replication.local_host`` / ``replication.cli``: the Function
+  app, the local host and the command line.
+
+Importing the root therefore never imports the patterns, the topology or an SDK.
 """
 
 from replication.envelope import Envelope
@@ -17,7 +22,6 @@ from replication.exceptions import (
     TransientForwardError,
 )
 from replication.loops import should_forward
-from replication.topology import Topology, load_topology
 
 __all__ = [
     "ConfigurationError",
@@ -25,8 +29,6 @@ __all__ = [
     "MessageRejectedError",
     "PermanentForwardError",
     "ReplicationError",
-    "Topology",
     "TransientForwardError",
-    "load_topology",
     "should_forward",
 ]

@@ -19,7 +19,7 @@ import io
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -196,7 +196,9 @@ def _decode_capture_files(batches: Iterator[Any]) -> Iterator[Any]:
     for batch in batches:
         rows: list[dict[str, Any]] = []
         for content in batch["content"]:
-            for record in fastavro.reader(io.BytesIO(bytes(content))):
+            for item in fastavro.reader(io.BytesIO(bytes(content))):
+                # A Capture record is an Avro record: a dict (fastavro types it as any datum).
+                record = cast("dict[str, Any]", item)
                 system = record.get("SystemProperties") or {}
                 properties = record.get("Properties") or {}
                 rows.append(

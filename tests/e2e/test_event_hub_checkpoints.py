@@ -18,6 +18,8 @@ import pytest
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.storage.blob import ContainerClient
 
+pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
+
 import emulator
 from replication.exceptions import ConfigurationError
 from replication.local_host import LocalHost
@@ -25,7 +27,7 @@ from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, load_topology
 from replication.transport.checkpoints import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
 from replication.transport.receivers import drain_servicebus
-from tests.conftest import AZURITE_ACCOUNT, AZURITE_KEY
+from tests.e2e.conftest import AZURITE_ACCOUNT, AZURITE_KEY
 
 pytestmark = pytest.mark.emulator
 

@@ -278,11 +278,11 @@ class ServiceBusView:
     expires_at: datetime | None  # None: DateTimeOffset.MaxValue
 
     @classmethod
-    def of(cls, message: Any, *, dotnet_types: Mapping[str, Any] | None = None) -> ServiceBusView:
+    def of(cls, message: Any) -> ServiceBusView:
         """The .NET view of a message received with the Python SDK.
 
-        ``dotnet_types`` gives, per property name, a published value whose Python type tells the
-        .NET type where the Python decoder loses it (an AMQP timestamp decodes as an int).
+        The Python SDK decodes an AMQP timestamp as an int and a string as bytes; the tests
+        publish no timestamp or binary application properties, so the .NET types are known.
         """
         amqp = message.raw_amqp_message
         annotations = {_text(k): v for k, v in (amqp.annotations or {}).items()}
@@ -297,18 +297,10 @@ class ServiceBusView:
             expires_at = enqueued + timedelta(milliseconds=ttl_ms)
         else:
             expires_at = None
-        application = {}
-        for key, value in (message.application_properties or {}).items():
-            name = _text(key) or ""
-            published = (dotnet_types or {}).get(name)
-            if isinstance(published, datetime):
-                application[name] = NetDateTime(_ms(value), "Utc")
-            elif isinstance(published, uuid.UUID):
-                application[name] = (
-                    uuid.UUID(str(value)) if not isinstance(value, uuid.UUID) else value
-                )
-            else:
-                application[name] = _dotnet_property(value)
+        application = {
+            _text(key) or "": _dotnet_property(value)
+            for key, value in (message.application_properties or {}).items()
+        }
         return cls(
             body=b"".join(message.body) if not isinstance(message.body, bytes) else message.body,
             message_id=_text(message.message_id),
@@ -433,6 +425,7 @@ class EventView:
         amqp = event.raw_amqp_message
         annotations = {_text(k): v for k, v in (amqp.annotations or {}).items()}
         system: dict[str, Any] = {}
+        name: str | None
         section = amqp.properties
         for name, attribute in _PROPERTY_SECTION:
             value = getattr(section, attribute, None) if section is not None else None

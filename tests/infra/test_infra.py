@@ -13,7 +13,7 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from pycep import BicepParser
@@ -57,7 +57,7 @@ OWNER_ROLE_IDS = {"8e3af657-a8ff-443c-a75c-2fe8c4bcb635", "090c5cfd-751d-490a-89
 @pytest.fixture(scope="module")
 def parsed() -> dict[Path, dict[str, Any]]:
     parser = BicepParser()
-    return {path: parser.parse(file_path=path) for path in BICEP_FILES}
+    return {path: cast("dict[str, Any]", parser.parse(file_path=path)) for path in BICEP_FILES}
 
 
 def test_all_bicep_files_parse(parsed: dict[Path, dict[str, Any]]) -> None:

@@ -213,6 +213,7 @@ def test_the_loop_flag_of_a_copy(spark: Any, path: str, hops: str, looped: int) 
         "properties map<string,string>, sequence_number long",
     )  # fmt: skip
     row = copy_keys(records, RegionIndex.of(["a", "b", "c"])).first()
+    assert row is not None
     assert (row["o"], row["looped"]) == (0, looped)
 
 

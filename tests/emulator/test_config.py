@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
+
 from emulator import run_emulator
 from replication.exceptions import ConfigurationError
 

@@ -1,0 +1,218 @@
+"""The dependency direction of the code base, checked from the source.
+
+Every ``import`` of the project's packages (``replication``, ``patterns``, ``emulator``,
+``spark``), at module level, inside functions and under ``TYPE_CHECKING`` alike, is an edge of
+a module graph. Importing ``pkg.sub`` from outside ``pkg`` also runs ``pkg/__init__.py`` first,
+so it is an edge to ``pkg`` too. The tests assert that this graph has no cycle (so no import,
+local or not, can exist to dodge one), that the layers only point down, and that each package
+imports cleanly when it is the first thing a fresh interpreter imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("replication", "patterns", "emulator", "spark")
+
+# What each layer may import from the project (prefixes). The library's bottom layer comes
+# first; a module may use anything listed for it and nothing else of the project.
+BOTTOM = (
+    "replication.envelope",
+    "replication.exceptions",
+    "replication.exit_codes",
+    "replication.loops",
+    "replication.properties",
+    "replication.rules",
+    "replication.sql",
+)
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "replication.sql": ("replication.sql", "replication.envelope", "replication.exceptions"),
+    "replication.rules": ("replication.rules", "replication.sql"),
+    "patterns": ("patterns", *BOTTOM),
+    "replication.topology": ("replication.topology", "patterns", *BOTTOM),
+    "replication.runtime": ("replication.runtime", "replication.topology", "patterns", *BOTTOM),
+}
+SDK_MODULES = ("azure.servicebus", "azure.eventhub", "azure.identity", "azure.keyvault")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources() -> Iterator[tuple[str, Path]]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            yield _module_name(path), path
+
+
+def _imports(name: str, path: Path) -> Iterator[str]:
+    """Absolute names of every module ``path`` imports (``from x import y``: x, and x.y)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+MODULES = dict(_sources())
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for name, path in MODULES.items():
+        for imported in _imports(name, path):
+            if imported not in MODULES or imported == name:
+                continue
+            graph[name].add(imported)
+            # Importing pkg.sub from outside pkg runs pkg/__init__.py first.
+            parts = imported.split(".")
+            for depth in range(1, len(parts)):
+                parent = ".".join(parts[:depth])
+                if not name.startswith(parent + ".") and name != parent:
+                    graph[name].add(parent)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph[node]):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _inside_one_package(cycle: list[str]) -> bool:
+    # A package's __init__ importing its own submodules, which import each other, is how
+    # packages are built: Python initializes the package first. Only cycles that reach outside
+    # a package are dependency cycles.
+    package = min(cycle, key=len)
+    return all(member == package or member.startswith(package + ".") for member in cycle)
+
+
+def test_the_project_module_graph_has_no_cycle() -> None:
+    cycles = [c for c in _cycles(_graph()) if not _inside_one_package(c)]
+    assert cycles == []
+
+
+def test_layers_only_import_downwards() -> None:
+    graph = _graph()
+    problems = []
+    for name, imported in graph.items():
+        rule = next((prefix for prefix in ALLOWED if _within(name, prefix)), None)
+        if rule is None:
+            continue
+        problems += [
+            f"{name} imports {target}"
+            for target in sorted(imported)
+            if not any(_within(target, allowed) for allowed in ALLOWED[rule])
+            and target not in _parents(name)
+            and target != "replication"  # the root package is bottom layer (next test)
+        ]
+    assert problems == []
+
+
+def test_the_library_root_package_is_bottom_layer() -> None:
+    """Everything imports ``replication/__init__.py`` on the way; it must import no upper layer."""
+    imported = _graph()["replication"]
+    assert sorted(t for t in imported if not any(_within(t, b) for b in BOTTOM)) == []
+
+
+def test_the_library_never_imports_the_emulator_the_audit_or_the_tests() -> None:
+    problems = [
+        f"{name} imports {target}"
+        for name, path in MODULES.items()
+        if _within(name, "replication") or _within(name, "patterns")
+        for target in _imports(name, path)
+        if target.split(".")[0] in ("emulator", "spark", "tests")
+    ]
+    assert problems == []
+
+
+def test_only_the_transport_package_imports_the_messaging_sdks() -> None:
+    problems = [
+        f"{name} imports {target}"
+        for name, path in MODULES.items()
+        if (_within(name, "replication") or _within(name, "patterns"))
+        and not _within(name, "replication.transport")
+        for target in _imports(name, path)
+        if any(_within(target, sdk) for sdk in SDK_MODULES)
+    ]
+    assert problems == []
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _parents(name: str) -> set[str]:
+    parts = name.split(".")
+    return {".".join(parts[:depth]) for depth in range(1, len(parts))}
+
+
+ENTRY_MODULES = [
+    "replication",
+    "replication.rules",
+    "replication.topology",
+    "replication.runtime",
+    "replication.cli",
+    "patterns",
+    *sorted(name for name in MODULES if name.startswith("patterns.") and "._" not in name),
+]
+
+
+@pytest.mark.parametrize("module", ENTRY_MODULES)
+def test_each_package_imports_first_in_a_fresh_interpreter(module: str) -> None:
+    """A cycle through a package's ``__init__`` only shows when that package is imported first."""
+    result = subprocess.run(
+        [sys.executable, "-c", f"import {module}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from replication.values import as_text
+
 _SECTION = 0x53
 
 
@@ -31,11 +33,7 @@ def text(value: Any) -> str:
     python-qpid-proton hands binary values out as memoryviews into its own buffer: they are
     copied and decoded here, never formatted with ``str``.
     """
-    if value is None:
-        return ""
-    if isinstance(value, bytes | memoryview):
-        return bytes(value).decode("utf-8", errors="replace")
-    return str(value)
+    return as_text(value, errors="replace") or ""
 
 
 def message_sections(data: bytes) -> list[tuple[int, int, int]]:

@@ -4,11 +4,10 @@ namespaces per file allowed, each optionally with its own ``Port``."""
 from __future__ import annotations
 
 import json
-import re
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from replication.durations import parse_iso8601
 from replication.exceptions import ConfigurationError
 from replication.sql import SqlRuleAction, SqlSyntaxError
 
@@ -22,20 +21,13 @@ from ._servicebus import (
     sql_rule,
 )
 
-_DURATION = re.compile(
-    r"^P(?:(?P<days>\d+)D)?(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>[\d.]+)S)?)?$"
-)
-
 
 def duration(value: Any, where: str) -> float:
     """ISO-8601 duration (``PT1M``, ``P1D``) -> seconds."""
-    match = _DURATION.match(str(value)) if value is not None else None
-    if match is None or value in ("P", "PT"):
-        raise ConfigurationError(
-            f"{value!r} is not an ISO-8601 duration such as PT1M", location=where
-        )
-    parts = {k: float(v) for k, v in match.groupdict().items() if v}
-    return timedelta(**parts).total_seconds()
+    try:
+        return parse_iso8601(value).total_seconds()
+    except ValueError as error:
+        raise ConfigurationError(str(error), location=where) from None
 
 
 def _settings(properties: dict[str, Any], where: str) -> EntitySettings:

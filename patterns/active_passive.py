@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from pydantic import Field
 
+from replication.durations import format_timespan
 from replication.envelope import Envelope
 from replication.rules import RuleSpec
 
@@ -27,21 +28,6 @@ class ActivePassiveOptions(PatternOptions):
     """``replicaTimeToLive``: ISO-8601 duration (``PT2M``) or seconds; must be positive."""
 
     replica_time_to_live: timedelta = Field(gt=timedelta(0))
-
-
-def format_timespan(duration: timedelta) -> str:
-    """.NET TimeSpan text as Service Bus SQL expects it: ``[d.]hh:mm:ss[.fffffff]``."""
-    total_microseconds = duration // timedelta(microseconds=1)
-    seconds, microseconds = divmod(total_microseconds, 1_000_000)
-    minutes, seconds = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    text = f"{hours:02d}:{minutes:02d}:{seconds:02d}"
-    if days:
-        text = f"{days}.{text}"
-    if microseconds:
-        text += f".{microseconds * 10:07d}"
-    return text
 
 
 def subscription_rule(options: ActivePassiveOptions) -> RuleSpec:

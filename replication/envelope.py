@@ -124,4 +124,21 @@ def _envelope_from_fields(fields: dict[str, Any]) -> Envelope:
     return Envelope(**fields)
 
 
-__all__ = ["Envelope", "PropertyValue"]
+MESSAGE_FIELDS: tuple[str, ...] = (
+    "message_id",
+    "correlation_id",
+    "content_type",
+    "subject",
+    "to",
+    "reply_to",
+    "reply_to_session_id",
+    "session_id",
+    "partition_key",
+    "time_to_live",
+    "scheduled_enqueue_time_utc",
+)
+"""The writable fields a replica copies besides the body and the application properties: every
+converter and every replica comparison works from this one list."""
+
+
+__all__ = ["MESSAGE_FIELDS", "Envelope", "PropertyValue"]

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 
 from replication.envelope import Envelope, PropertyValue
 from replication.exceptions import MalformedReplicationPropertyError
+from replication.values import as_text
 
 REPL_ORIGIN = "repl-origin"
 REPL_PATH = "repl-path"
@@ -98,9 +99,7 @@ def format_timestamp(moment: datetime) -> str:
 
 
 def _text(value: PropertyValue) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    return str(value)
+    return as_text(value) or ""
 
 
 def _split(value: PropertyValue) -> tuple[str, ...]:

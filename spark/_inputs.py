@@ -26,6 +26,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from replication.values import as_text
+
 from ._schema import (
     ENQUEUED,
     INPUT_SCHEMA,
@@ -179,13 +181,9 @@ def _is_struct_map(data_type: T.DataType) -> bool:
 
 
 def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
     if isinstance(value, datetime):
         return value.astimezone(UTC).isoformat()
-    return str(value)
+    return as_text(value, errors="replace")
 
 
 def _decode_capture_files(batches: Iterator[Any]) -> Iterator[Any]:

@@ -1,29 +1,40 @@
-"""Helpers shared by the renderers: durations, resource names and the entity walk."""
+"""Helpers shared by the renderers: durations, entity settings and resource names."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
-from replication.topology import NamespaceSpec
+from replication.durations import format_iso8601
+from replication.topology import NamespaceSpec, QueueSpec, SubscriptionSpec
 
 
 def iso_duration(value: timedelta) -> str:
     """ISO-8601 duration as ARM and the emulators write it: ``PT2M``, ``P14D``, ``PT0.5S``."""
-    total = value.total_seconds()
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    date = f"{int(days)}D" if days else ""
-    time = "".join(
-        f"{amount}{unit}"
-        for amount, unit in (
-            (int(hours), "H"),
-            (int(minutes), "M"),
-            (f"{seconds:g}" if seconds else 0, "S"),
-        )
-        if amount
-    )
-    return "P" + date + (f"T{time}" if time else "") if (date or time) else "PT0S"
+    return format_iso8601(value)
+
+
+def entity_settings(entity: QueueSpec | SubscriptionSpec) -> dict[str, Any]:
+    """The messaging settings of a queue or subscription, with ARM's camelCase names (the
+    emulator's Config.json uses the same names in PascalCase: :func:`pascal_case`)."""
+    settings: dict[str, Any] = {
+        "maxDeliveryCount": entity.max_delivery_count,
+        "lockDuration": iso_duration(entity.lock_duration),
+        "deadLetteringOnMessageExpiration": entity.dead_lettering_on_message_expiration,
+        "requiresSession": entity.requires_session,
+    }
+    if entity.default_message_time_to_live is not None:
+        settings["defaultMessageTimeToLive"] = iso_duration(entity.default_message_time_to_live)
+    if entity.forward_to:
+        settings["forwardTo"] = entity.forward_to
+    if entity.forward_dead_lettered_messages_to:
+        settings["forwardDeadLetteredMessagesTo"] = entity.forward_dead_lettered_messages_to
+    return settings
+
+
+def pascal_case(settings: dict[str, Any]) -> dict[str, Any]:
+    """``{"lockDuration": ...}`` -> ``{"LockDuration": ...}``."""
+    return {key[:1].upper() + key[1:]: value for key, value in settings.items()}
 
 
 def resource_name(namespace: NamespaceSpec) -> str:

@@ -23,7 +23,7 @@ from replication.topology import (
     materialize,
 )
 
-from ._common import iso_duration, resource_name
+from ._common import entity_settings, iso_duration, resource_name
 from .access import role_assignments
 from .app_settings import (
     IDENTITY_CLIENT_ID_PLACEHOLDER,
@@ -32,22 +32,6 @@ from .app_settings import (
 )
 
 SCHEMA = "https://schema.management.azure.com/schemas/2019-04-01/deploymentParameters.json#"
-
-
-def _messaging_settings(entity: Any) -> dict[str, Any]:
-    settings: dict[str, Any] = {
-        "maxDeliveryCount": entity.max_delivery_count,
-        "lockDuration": iso_duration(entity.lock_duration),
-        "deadLetteringOnMessageExpiration": entity.dead_lettering_on_message_expiration,
-        "requiresSession": entity.requires_session,
-    }
-    if entity.default_message_time_to_live is not None:
-        settings["defaultMessageTimeToLive"] = iso_duration(entity.default_message_time_to_live)
-    if entity.forward_to:
-        settings["forwardTo"] = entity.forward_to
-    if entity.forward_dead_lettered_messages_to:
-        settings["forwardDeadLetteredMessagesTo"] = entity.forward_dead_lettered_messages_to
-    return settings
 
 
 def _rules(topic: str, subscription: SubscriptionSpec) -> list[dict[str, Any]]:
@@ -93,7 +77,7 @@ def servicebus_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
                     "deadLetteringOnFilterEvaluationExceptions": (
                         subscription.dead_lettering_on_filter_evaluation_exceptions
                     ),
-                    **_messaging_settings(subscription),
+                    **entity_settings(subscription),
                 }
             )
             rules += _rules(topic.name, subscription)
@@ -104,7 +88,7 @@ def servicebus_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
             "duplicateDetectionHistoryTimeWindow": iso_duration(
                 queue.duplicate_detection_history_time_window
             ),
-            **_messaging_settings(queue),
+            **entity_settings(queue),
         }
         for queue in namespace.queues
     ]

@@ -17,32 +17,14 @@ from replication.topology import (
     EventHubSpec,
     NamespaceKind,
     NamespaceSpec,
-    QueueSpec,
-    SubscriptionSpec,
     Topology,
     materialize,
 )
 
-from ._common import iso_duration
+from ._common import entity_settings, iso_duration, pascal_case
 
 OFFICIAL_SERVICEBUS_NAMESPACE = "sbemulatorns"
 OFFICIAL_EVENTHUBS_NAMESPACE = "emulatorNs1"
-
-
-def _entity_properties(entity: QueueSpec | SubscriptionSpec) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "DeadLetteringOnMessageExpiration": entity.dead_lettering_on_message_expiration,
-        "LockDuration": iso_duration(entity.lock_duration),
-        "MaxDeliveryCount": entity.max_delivery_count,
-        "RequiresSession": entity.requires_session,
-    }
-    if entity.default_message_time_to_live is not None:
-        properties["DefaultMessageTimeToLive"] = iso_duration(entity.default_message_time_to_live)
-    if entity.forward_to:
-        properties["ForwardTo"] = entity.forward_to
-    if entity.forward_dead_lettered_messages_to:
-        properties["ForwardDeadLetteredMessagesTo"] = entity.forward_dead_lettered_messages_to
-    return properties
 
 
 def _rule(rule: RuleSpec) -> dict[str, Any]:
@@ -70,7 +52,7 @@ def servicebus_namespace(namespace: NamespaceSpec, name: str | None = None) -> d
         {
             "Name": queue.name,
             "Properties": {
-                **_entity_properties(queue),
+                **pascal_case(entity_settings(queue)),
                 "RequiresDuplicateDetection": queue.requires_duplicate_detection,
                 "DuplicateDetectionHistoryTimeWindow": iso_duration(
                     queue.duplicate_detection_history_time_window
@@ -94,7 +76,7 @@ def servicebus_namespace(namespace: NamespaceSpec, name: str | None = None) -> d
         subscriptions = [
             {
                 "Name": subscription.name,
-                "Properties": _entity_properties(subscription),
+                "Properties": pascal_case(entity_settings(subscription)),
                 **({"Rules": [_rule(r) for r in subscription.rules]} if subscription.rules else {}),
             }
             for subscription in topic.subscriptions

@@ -188,7 +188,8 @@ def _csharp_integer_remainder(left: int, right: int) -> int:
     return left - right * _csharp_integer_divide(left, right)
 
 
-def _text(value: Any) -> str:
+def _csharp_text(value: Any) -> str:
+    # String concatenation formats booleans as C# does (True / False).
     if isinstance(value, bool):
         return "True" if value else "False"
     return str(value)
@@ -200,7 +201,7 @@ def arithmetic(op: str, left: Any, right: Any) -> Any:
         return None
     left_kind, right_kind = _kind(left), _kind(right)
     if op == "+" and "string" in (left_kind, right_kind):
-        return _text(left) + _text(right)
+        return _csharp_text(left) + _csharp_text(right)
     if left_kind == right_kind == "number":
         if isinstance(left, int) and isinstance(right, int):
             if op in ("/", "%") and right == 0:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from replication.exceptions import MessageRejectedError
+from replication.values import as_text
 
 
 class UnsupportedBodyError(MessageRejectedError):
@@ -16,11 +17,7 @@ class UnsupportedBodyError(MessageRejectedError):
 
 def text(value: Any) -> str | None:
     """A str from a str, bytes (UTF-8) or None; other values are formatted with ``str``."""
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    return str(value)
+    return as_text(value)
 
 
 def _decoded(value: Any) -> Any:

@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from replication.envelope import Envelope
+from replication.envelope import MESSAGE_FIELDS, Envelope
 from replication.exceptions import ReplicationError
 
 from ._common import decode_properties, text
@@ -214,20 +214,8 @@ def _times(
     return [parse_host_time(value) for value in _column(metadata, name, size)]
 
 
-REREAD_ENVELOPE_FIELDS = (
-    "message_id",
-    "correlation_id",
-    "content_type",
-    "subject",
-    "to",
-    "reply_to",
-    "reply_to_session_id",
-    "session_id",
-    "partition_key",
-    "time_to_live",
-    "scheduled_enqueue_time_utc",
-)
-"""What a re-read supplies: the fields the batch metadata loses or lacks."""
+REREAD_ENVELOPE_FIELDS = MESSAGE_FIELDS
+"""What a re-read supplies: every message field (the batch metadata loses or lacks some)."""
 
 
 def _complete_from_source(envelopes: list[Envelope], reread: Reread) -> list[Envelope]:

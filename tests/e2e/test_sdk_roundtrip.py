@@ -16,6 +16,7 @@ import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
 
+from replication.envelope import MESSAGE_FIELDS
 from replication.transport.eventhubs import envelope_from_event, to_event_data
 from replication.transport.servicebus import envelope_from_received, to_servicebus_message
 
@@ -74,21 +75,7 @@ def test_servicebus_message_survives_receive_and_replication(regions: Any) -> No
         with client.get_queue_sender("roundtrip-out") as sender:
             sender.send_messages(to_servicebus_message(envelope))
         replica = envelope_from_received(_receive_one(client, "roundtrip-out"))
-    writable = [
-        "body",
-        "message_id",
-        "correlation_id",
-        "content_type",
-        "subject",
-        "to",
-        "reply_to",
-        "reply_to_session_id",
-        "session_id",
-        "partition_key",
-        "time_to_live",
-        "application_properties",
-    ]
-    for field in writable:
+    for field in ("body", *MESSAGE_FIELDS, "application_properties"):
         assert getattr(replica, field) == getattr(envelope, field), field
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
+from replication.envelope import MESSAGE_FIELDS
 from tests.host.brokers import drain, locked_batch, send, settle
 from tests.host.host import WorkerSession
 from tests.host.host_conversion import (
@@ -36,19 +37,6 @@ from tests.host.host_conversion import (
 ROOT = Path(__file__).resolve().parents[2]
 HOST_JSON = json.loads((ROOT / "host.json").read_text())
 MAX_BATCH = int(HOST_JSON["extensions"]["serviceBus"]["maxMessageBatchSize"])
-
-COPIED_FIELDS = (
-    "message_id",
-    "correlation_id",
-    "content_type",
-    "subject",
-    "to",
-    "reply_to",
-    "reply_to_session_id",
-    "session_id",
-    "partition_key",
-    "time_to_live",
-)
 
 
 def _text(value: Any) -> Any:
@@ -105,7 +93,7 @@ def assert_replicas(
     for original in published:
         replica = by_id[str(original.message_id)]
         assert _body(replica) == _body(original), original.message_id
-        for field in COPIED_FIELDS:
+        for field in MESSAGE_FIELDS:
             assert _text(getattr(replica, field)) == _text(getattr(original, field)), (
                 original.message_id,
                 field,

@@ -18,7 +18,7 @@ from typing import Any, cast
 import pytest
 from pycep import BicepParser
 
-from patterns.active_passive import format_timespan
+from replication.durations import format_timespan
 from replication.render import app_settings, az_cli_script, bicep_parameters, emulator_config
 from replication.render.access import ENTITY_TYPES, ROLE_IDS
 from replication.render.app_settings import IDENTITY_CLIENT_ID_PLACEHOLDER

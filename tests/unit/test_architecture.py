@@ -24,6 +24,7 @@ PACKAGES = ("replication", "patterns", "emulator", "spark")
 # What each layer may import from the project (prefixes). The library's bottom layer comes
 # first; a module may use anything listed for it and nothing else of the project.
 BOTTOM = (
+    "replication.durations",
     "replication.envelope",
     "replication.exceptions",
     "replication.exit_codes",
@@ -31,6 +32,7 @@ BOTTOM = (
     "replication.properties",
     "replication.rules",
     "replication.sql",
+    "replication.values",
 )
 ALLOWED: dict[str, tuple[str, ...]] = {
     "replication.sql": ("replication.sql", "replication.envelope", "replication.exceptions"),

@@ -3,12 +3,13 @@ writes them."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from datetime import UTC, datetime
 
 import pytest
 
-from replication.envelope import Envelope
+from replication.envelope import MESSAGE_FIELDS, Envelope
 from replication.exceptions import MalformedReplicationPropertyError
 from replication.properties import (
     REPL_ENQUEUE_TIME_DOCS_SPELLING,
@@ -133,3 +134,10 @@ def test_repl_target_marks_a_replica() -> None:
 def test_timestamps_are_utc_with_milliseconds() -> None:
     naive = datetime(2024, 5, 1, 12, 0, 0, 999999)
     assert format_timestamp(naive) == "2024-05-01T12:00:00.999Z"
+
+
+def test_message_fields_are_every_writable_field_but_body_and_properties() -> None:
+    """Converters and replica comparisons iterate MESSAGE_FIELDS: it must not miss a field."""
+    names = [f.name for f in dataclasses.fields(Envelope)]
+    writable = names[names.index("body") + 1 : names.index("application_properties")]
+    assert list(MESSAGE_FIELDS) == writable

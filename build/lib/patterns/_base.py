@@ -1,0 +1,137 @@
+"""What every pattern module provides and returns: targets, decisions and the pattern record.
+
+A pattern is pure: given a batch of :class:`~replication.envelope.Envelope` and the task's
+context and options, it returns one or more :data:`Decision` per input message. It never does
+I/O; the runtime executes the decisions (send, dead-letter, or log a skip).
+
+Everything the rest of the library needs from a pattern is declared on its one
+:class:`Pattern` record, typed by its options model: the plan, the subscription rule it needs
+on a topic subscription it reads, the SQL conditions among its options (for ``lint-rules``)
+and its own checks of a task's configuration. The topology validates a task's options once,
+into that model, and hands the same object to every hook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from replication.envelope import Envelope
+from replication.rules import RuleSpec
+
+
+class PatternOptions(BaseModel):
+    """Base of every ``<Pattern>Options`` model: camelCase keys, unknown keys rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Target:
+    """An entity a replica is sent to: the namespace's logical name and the entity name."""
+
+    namespace: str
+    entity: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.entity}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskContext:
+    """What a pattern needs to know about the task it runs for."""
+
+    task_name: str
+    source_namespace: str
+    targets: tuple[Target, ...]
+    max_hops: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Forward:
+    """Send ``envelope`` (already stamped as a replica) to ``target``."""
+
+    source: Envelope
+    envelope: Envelope
+    target: Target
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Skip:
+    """Deliberately do not replicate ``source`` (loop prevention, a filter); it is settled."""
+
+    source: Envelope
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """``source`` cannot be replicated: dead-letter it with ``reason`` and ``description``."""
+
+    source: Envelope
+    reason: str
+    description: str
+
+
+Decision = Forward | Skip | DeadLetter
+
+OptionsT = TypeVar("OptionsT", bound=PatternOptions)
+
+
+def no_subscription_rule(options: PatternOptions) -> RuleSpec | None:
+    """For patterns that read whatever the subscription's own rules select."""
+    return None
+
+
+def no_sql_conditions(options: PatternOptions) -> Iterable[tuple[str, str]]:
+    """For patterns whose options hold no SQL."""
+    return ()
+
+
+def no_checks(options: PatternOptions, targets: Sequence[Target]) -> Iterable[tuple[str, str]]:
+    """For patterns whose options need no check against the task."""
+    return ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pattern(Generic[OptionsT]):
+    """A federation pattern as the registry hands it out, typed by its options model.
+
+    - ``plan`` maps a batch to decisions;
+    - ``subscription_rule`` is the rule the pattern needs on a Service Bus subscription it
+      reads (``None``: keep the subscription's own rules);
+    - ``sql_conditions`` lists the SQL expressions among the options as (option path,
+      expression), for ``lint-rules``;
+    - ``check`` finds problems of the options against the task's targets, as (option path,
+      message); the topology reports them with the file and JSON path.
+    """
+
+    name: str
+    summary: str
+    options_model: type[OptionsT]
+    plan: Callable[[Sequence[Envelope], TaskContext, OptionsT], list[Decision]]
+    subscription_rule: Callable[[OptionsT], RuleSpec | None] = no_subscription_rule
+    sql_conditions: Callable[[OptionsT], Iterable[tuple[str, str]]] = no_sql_conditions
+    check: Callable[[OptionsT, Sequence[Target]], Iterable[tuple[str, str]]] = no_checks
+
+
+__all__ = [
+    "DeadLetter",
+    "Decision",
+    "Forward",
+    "OptionsT",
+    "Pattern",
+    "PatternOptions",
+    "Skip",
+    "Target",
+    "TaskContext",
+    "no_checks",
+    "no_sql_conditions",
+    "no_subscription_rule",
+]

@@ -1,0 +1,7 @@
+"""``python -m replication``: see :mod:`replication.cli`."""
+
+import sys
+
+from replication.cli import main
+
+sys.exit(main())

@@ -1,0 +1,102 @@
+"""The ``replication`` command line (``python -m replication COMMAND ...``).
+
+Each command is one module of this package with ``configure(parser)``, which adds its
+arguments, and ``run(args) -> int``, which does the work and returns an
+:class:`~replication.exit_codes.ExitCode`. :data:`COMMANDS` names them with a one-line help; a
+command's module is imported only when that command is chosen, so ``validate`` does not load
+the Azure SDKs that ``run`` needs and ``--help`` loads nothing.
+
+A :class:`~replication.exceptions.ReplicationError` ends the command with a one-line message
+and exit code 2 (``CONFIGURATION``), never a traceback. ``-v`` works before or after the
+command name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from replication.exceptions import ReplicationError
+from replication.exit_codes import ExitCode
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command: its one-line help and the module that implements it."""
+
+    help: str
+    module: str
+
+
+COMMANDS: dict[str, Command] = {
+    "validate": Command("validate a topology file and summarize it", "replication.cli.validate"),
+    "plan": Command(
+        "dry-run every task in memory and print what would be forwarded", "replication.cli.plan"
+    ),
+    "run": Command("run every task locally with the SDKs", "replication.cli.run"),
+    "lint-rules": Command(
+        "parse every SQL filter and action of the topology and the Bicep files",
+        "replication.cli.lint_rules",
+    ),
+    "render": Command("generate configuration from the topology", "replication.cli.render"),
+    "demo": Command(
+        "replicate through the local emulator, then audit the result with Spark",
+        "replication.cli.demo",
+    ),
+}
+
+
+def _verbose(parser: argparse.ArgumentParser, *, default: object) -> None:
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="log at DEBUG level"
+    )
+
+
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the ``chosen`` command's module is imported to add its arguments."""
+    parser = argparse.ArgumentParser(
+        prog="python -m replication",
+        description="Message replication for Azure Service Bus and Event Hubs.",
+    )
+    _verbose(parser, default=False)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, command in COMMANDS.items():
+        subparser = subparsers.add_parser(name, help=command.help, description=command.help)
+        # SUPPRESS: a -v given before the command is not reset by the sub-command's default.
+        _verbose(subparser, default=argparse.SUPPRESS)
+        if name == chosen:
+            importlib.import_module(command.module).configure(subparser)
+    return parser
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    return next((arg for arg in argv if arg in COMMANDS), None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    chosen = _chosen(arguments)
+    args = build_parser(chosen).parse_args(arguments)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not args.verbose:
+        # The SDKs log every AMQP state change at INFO; keep their warnings and errors.
+        logging.getLogger("azure").setLevel(logging.WARNING)
+    module = importlib.import_module(COMMANDS[args.command].module)
+    try:
+        code: int = module.run(args)
+    except ReplicationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.CONFIGURATION
+    except KeyboardInterrupt:
+        return ExitCode.INTERRUPTED
+    return code
+
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]

@@ -1,0 +1,109 @@
+"""``python -m replication plan``: a dry run of the whole topology without any broker.
+
+It publishes one message in the source entity of every task, then runs every task's real
+pattern, stamping and loop prevention over what arrives, delivering replicas to in-memory targets
+until nothing moves. It prints each decision, so you can see what would be forwarded where, and
+what loop prevention stops. (Broker-side subscription rules are not simulated: the patterns
+apply the same "originals only" rule themselves.)
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import deque
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from patterns import DeadLetter, Forward, Skip, Target
+from replication.envelope import Envelope
+from replication.exit_codes import ExitCode
+from replication.properties import read_state
+from replication.runtime import TargetSender, TaskRunner
+from replication.topology import Topology, load_topology
+from replication.transport.memory import MemoryTarget
+
+from ._options import add_topology_option
+
+Entity = tuple[str, str]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_topology_option(parser)
+    parser.add_argument("--messages", type=int, default=1, help="messages per source entity")
+
+
+class _Simulation:
+    """Delivers messages between in-memory entities by running every task's runner."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.targets: dict[Entity, MemoryTarget] = {}
+        self.runners: list[tuple[Entity, TaskRunner]] = []
+        for task in topology.tasks:
+            senders: dict[Target, TargetSender] = {}
+            for ref in task.targets:
+                senders[Target(ref.namespace, ref.entity)] = self._target(ref.namespace, ref.entity)
+            dead = task.dead_letter_target
+            parking = self._target(dead.namespace, dead.entity) if dead else MemoryTarget("parking")
+            runner = TaskRunner(topology.resolved(task), senders, parking)
+            self.runners.append(((task.source.namespace, task.source.entity), runner))
+        self.clock = datetime(2024, 1, 1, tzinfo=UTC)
+        self.sequence = 0
+
+    def _target(self, namespace: str, entity: str) -> MemoryTarget:
+        return self.targets.setdefault((namespace, entity), MemoryTarget(f"{namespace}/{entity}"))
+
+    def enqueue(self, envelope: Envelope) -> Envelope:
+        self.sequence += 1
+        self.clock += timedelta(milliseconds=250)
+        return envelope.replace(enqueued_time_utc=self.clock, sequence_number=self.sequence)
+
+
+def run(args: argparse.Namespace) -> int:
+    topology = load_topology(args.topology)
+    simulation = _Simulation(topology)
+    pending: deque[tuple[Entity, Envelope]] = deque()
+    for entity in dict.fromkeys(source for source, _ in simulation.runners):
+        for index in range(args.messages):
+            message = Envelope(
+                body=b'{"demo": true}',
+                message_id=f"{entity[0]}-{entity[1]}-{index + 1}",
+                content_type="application/json",
+            )
+            pending.append((entity, simulation.enqueue(message)))
+            print(f"publish  {entity[0]}/{entity[1]:<14} {message.message_id}")
+    deliveries: dict[str, list[str]] = {}
+    while pending:
+        entity, envelope = pending.popleft()
+        deliveries.setdefault(envelope.message_id or "?", []).append(f"{entity[0]}/{entity[1]}")
+        for source, runner in simulation.runners:
+            if source != entity:
+                continue
+            before = {key: len(t.received) for key, t in simulation.targets.items()}
+            for decision in runner.run([envelope]).decisions:
+                _print_decision(runner.task.name, decision)
+            for key, target in simulation.targets.items():
+                for replica in target.received[before.get(key, 0) :]:
+                    pending.append((key, simulation.enqueue(replica)))
+    print("\nwhere each message ended up:")
+    for message_id, places in deliveries.items():
+        print(f"  {message_id:<28} {', '.join(places)}")
+    duplicates = {m: p for m, p in deliveries.items() if len(p) != len(set(p))}
+    print(
+        f"\n{len(deliveries)} messages, {sum(map(len, deliveries.values()))} copies, "
+        f"{len(duplicates)} delivered twice to one entity"
+    )
+    return ExitCode.OK
+
+
+def _print_decision(task: str, decision: Any) -> None:
+    message = decision.source.message_id
+    if isinstance(decision, Forward):
+        state = read_state(decision.envelope.application_properties)
+        print(
+            f"  {task:<22} {message:<28} -> {decision.target}  "
+            f"(path {';'.join(state.path)}, hop {state.hops})"
+        )
+    elif isinstance(decision, Skip):
+        print(f"  {task:<22} {message:<28} skip: {decision.reason}")
+    elif isinstance(decision, DeadLetter):
+        print(f"  {task:<22} {message:<28} dead-letter: {decision.reason}: {decision.description}")

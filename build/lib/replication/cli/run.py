@@ -1,0 +1,52 @@
+"""``python -m replication run``: every task of the topology, locally, with the SDKs.
+
+It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N
+seconds, and prints per task how many messages and batches it handled. See
+:mod:`replication.local_host` for what it runs and which settings it reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+from replication.exit_codes import ExitCode
+from replication.local_host import LocalHost
+from replication.topology import load_topology
+
+from ._options import add_topology_option
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_topology_option(parser)
+    parser.add_argument(
+        "--until-idle",
+        type=float,
+        metavar="SECONDS",
+        help="stop once nothing was received for this long",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="with --until-idle: give up after this many seconds",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    topology = load_topology(args.topology)
+    with LocalHost(topology) as host:
+        print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
+        try:
+            if args.until_idle is not None:
+                host.wait_until_idle(args.until_idle, timeout=args.timeout)
+            else:
+                threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+    for name, stats in host.stats.items():
+        print(
+            f"  {name}: {stats.messages} messages in {stats.batches} batches, "
+            f"{stats.failures} failed batches"
+        )
+    return ExitCode.OK

@@ -1,0 +1,31 @@
+"""``python -m replication validate``: load the topology and print a summary, or the error with
+file and JSON path (exit code 2)."""
+
+from __future__ import annotations
+
+import argparse
+
+from replication.exit_codes import ExitCode
+from replication.topology import load_topology, sql_texts
+
+from ._options import add_topology_option
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_topology_option(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    topology = load_topology(args.topology)
+    print(f"{args.topology}: valid")
+    for namespace in topology.namespaces:
+        entities = ", ".join(namespace.entity_names()) or "no entities"
+        print(
+            f"  namespace {namespace.name} ({namespace.kind.value}, {namespace.region}): {entities}"
+        )
+    for task in topology.tasks:
+        targets = ", ".join(t.describe() for t in task.targets)
+        print(f"  task {task.name} [{task.pattern}]: {task.source.describe()} -> {targets}")
+    for rule in sql_texts(topology):
+        print(f"  rule {rule.rule_name} ({rule.where}): {rule.kind} {rule.expression}")
+    return ExitCode.OK

@@ -1,0 +1,144 @@
+"""The neutral per-message type that every pattern, rule and transport works with.
+
+An :class:`Envelope` carries one message between a trigger (Azure Functions binding or SDK
+receiver) and a sender, independent of whether it came from Service Bus or Event Hubs. Field
+names follow ``azure.servicebus.ServiceBusMessage`` so that code reads the same on both sides.
+
+Envelopes are immutable: patterns and rule actions return new envelopes (``envelope.replace``
+or :meth:`Envelope.with_properties`) instead of changing the one they were given, so a batch
+can be re-planned after a partial failure without surprises. The application-property mapping is
+read-only for the same reason.
+
+The converters to and from the Azure SDK and Functions types live in
+``replication.transport``; this module imports no SDK.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+PropertyValue = Any
+"""An application-property value: str, int, float, bool, bytes, uuid, datetime or None."""
+
+_EMPTY_PROPERTIES: Mapping[str, PropertyValue] = MappingProxyType({})
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Envelope:
+    """One message, as sent or as received, with the broker facts known about it.
+
+    Writable fields (copied to a replica): ``body`` to ``application_properties``.
+    Read-only broker facts (set by the broker on receipt, never sent): ``enqueued_time_utc``,
+    ``sequence_number``, ``offset`` and ``partition_id`` (Event Hubs), ``delivery_count``,
+    ``dead_letter_reason`` and ``dead_letter_error_description``. ``source`` is the logical
+    ``namespace/entity`` of the topology the message was received from (set by the converters);
+    an event without a message-id gets its Service Bus MessageId from it, its partition and its
+    sequence number (``replication.transport.servicebus.replica_ids``).
+    """
+
+    body: bytes = b""
+    message_id: str | None = None
+    correlation_id: str | None = None
+    content_type: str | None = None
+    subject: str | None = None
+    to: str | None = None
+    reply_to: str | None = None
+    reply_to_session_id: str | None = None
+    session_id: str | None = None
+    partition_key: str | None = None
+    time_to_live: timedelta | None = None
+    scheduled_enqueue_time_utc: datetime | None = None
+    application_properties: Mapping[str, PropertyValue] = dataclasses.field(
+        default_factory=lambda: _EMPTY_PROPERTIES
+    )
+    enqueued_time_utc: datetime | None = None
+    sequence_number: int | None = None
+    offset: str | None = None
+    partition_id: str | None = None
+    delivery_count: int | None = None
+    dead_letter_reason: str | None = None
+    dead_letter_error_description: str | None = None
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        body: Any = self.body
+        if not isinstance(body, bytes):
+            if isinstance(body, bytearray | memoryview):
+                object.__setattr__(self, "body", bytes(body))
+            elif isinstance(body, str):
+                object.__setattr__(self, "body", body.encode("utf-8"))
+            else:
+                raise TypeError(f"Envelope.body must be bytes, not {type(body).__name__}")
+        properties = self.application_properties
+        if not isinstance(properties, MappingProxyType):
+            for key in properties:
+                if not isinstance(key, str):
+                    raise TypeError(
+                        f"application property keys must be str, got {type(key).__name__}: {key!r}"
+                    )
+            object.__setattr__(self, "application_properties", MappingProxyType(dict(properties)))
+
+    def replace(self, **changes: Any) -> Envelope:
+        """Return a copy with the given fields changed (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+    def with_properties(
+        self,
+        updates: Mapping[str, PropertyValue] | None = None,
+        *,
+        remove: tuple[str, ...] = (),
+    ) -> Envelope:
+        """Return a copy whose application properties are updated and/or have keys removed."""
+        merged = dict(self.application_properties)
+        for key in remove:
+            merged.pop(key, None)
+        if updates:
+            merged.update(updates)
+        return dataclasses.replace(self, application_properties=MappingProxyType(merged))
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        # MappingProxyType cannot be pickled; rebuild from a plain dict (multiprocessing, Spark,
+        # the emulator's data directory).
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["application_properties"] = dict(self.application_properties)
+        return (_envelope_from_fields, (fields,))
+
+    @property
+    def size(self) -> int:
+        """An estimate of the message size in bytes (body plus property keys and values).
+
+        Used for ``sys.Size`` in rule filters and for batch budgeting; the broker's own figure
+        also counts AMQP framing, so this is a lower bound.
+        """
+        total = len(self.body)
+        for key, value in self.application_properties.items():
+            total += len(key.encode("utf-8")) + len(str(value).encode("utf-8"))
+        return total
+
+
+def _envelope_from_fields(fields: dict[str, Any]) -> Envelope:
+    return Envelope(**fields)
+
+
+MESSAGE_FIELDS: tuple[str, ...] = (
+    "message_id",
+    "correlation_id",
+    "content_type",
+    "subject",
+    "to",
+    "reply_to",
+    "reply_to_session_id",
+    "session_id",
+    "partition_key",
+    "time_to_live",
+    "scheduled_enqueue_time_utc",
+)
+"""The writable fields a replica copies besides the body and the application properties: every
+converter and every replica comparison works from this one list."""
+
+
+__all__ = ["MESSAGE_FIELDS", "Envelope", "PropertyValue"]

@@ -1,0 +1,28 @@
+"""The exit codes of every command line of the project, one meaning each.
+
+``python -m replication``, ``python -m emulator`` and ``python -m spark.dedup_audit`` exit with
+these, so that scripts and CI can tell "the check found something" from "the input was wrong"
+from "something could not be reached" whichever tool they ran.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes."""
+
+    OK = 0
+    """Done, nothing to report."""
+    FINDINGS = 1
+    """The command ran and found problems: rejected rules, lost or looping messages."""
+    CONFIGURATION = 2
+    """Bad arguments, topology, config file or input: nothing was done (argparse uses 2 too)."""
+    UNAVAILABLE = 3
+    """A service or port could not be reached or bound."""
+    INTERRUPTED = 130
+    """Stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
+
+__all__ = ["ExitCode"]

@@ -1,0 +1,131 @@
+"""Build the Azure Functions app: one batch-triggered function per task of the topology.
+
+``function_app.py`` at the repository root only calls :func:`build_app`. The topology is loaded
+and validated when the host indexes the app, so a bad topology fails deployment-time indexing
+with the file and JSON path instead of failing on the first message. No connection is opened
+at indexing: senders are created on first use and reused across invocations.
+
+Triggers (Python v2 programming model, ``cardinality="many"``, ``data_type=BINARY`` so that bodies
+arrive byte-exact; see :mod:`replication.transport.functions` for what else the host sends):
+
+- queue source -> ``service_bus_queue_trigger`` (``<queue>/$DeadLetterQueue`` for spillover);
+- topic subscription -> ``service_bus_topic_trigger``;
+- event hub -> ``event_hub_message_trigger`` with an exponential-backoff retry policy without a
+  retry limit (5 s to 5 min, as the official replication samples), so the checkpoint never moves
+  past an event that was not replicated.
+
+The trigger's ``connection`` is the namespace's ``connection`` setting prefix: identity-based
+(``<prefix>__fullyQualifiedNamespace``) in Azure, a connection string locally.
+"""
+
+# No "from __future__ import annotations": the Functions worker reads the handlers' annotations.
+
+import logging
+import os
+import typing
+from collections.abc import Callable, Mapping, Sequence
+
+import azure.functions as func
+
+from replication.envelope import Envelope
+from replication.runtime import TaskRunner
+from replication.topology import NamespaceKind, TaskSpec, Topology, load_topology
+from replication.transport.functions import (
+    envelopes_from_event_hub_batch,
+    envelopes_from_servicebus_batch,
+)
+from replication.transport.logs import quiet_sdk_loggers
+from replication.transport.senders import SenderFactory
+
+logger = logging.getLogger(__name__)
+
+DEAD_LETTER_QUEUE_SUFFIX = "/$DeadLetterQueue"
+
+
+def _source_label(task: TaskSpec) -> str:
+    return f"{task.source.namespace}/{task.source.entity}"
+
+
+def _servicebus_handler(runner: TaskRunner, factory: SenderFactory) -> Callable[..., None]:
+    source = _source_label(runner.task)
+
+    def reread(sequence_numbers: Sequence[int]) -> Mapping[int, Envelope]:
+        return factory.peeker(runner.task.source).peek(sequence_numbers)
+
+    def replicate(messages: typing.List[func.ServiceBusMessage]) -> None:  # noqa: UP006
+        envelopes = envelopes_from_servicebus_batch(messages, source=source, reread=reread)
+        outcome = runner.run(envelopes)
+        logger.info("%s: %s", runner.task.name, outcome)
+
+    return replicate
+
+
+def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
+    source = _source_label(runner.task)
+
+    def replicate(messages: typing.List[func.EventHubEvent]) -> None:  # noqa: UP006
+        outcome = runner.run(envelopes_from_event_hub_batch(messages, source=source))
+        logger.info("%s: %s", runner.task.name, outcome)
+
+    return replicate
+
+
+def register_task(
+    app: func.FunctionApp, topology: Topology, task: TaskSpec, factory: SenderFactory
+) -> None:
+    """Add the triggered function of ``task`` to ``app``."""
+    source = task.source
+    namespace = topology.namespace(source.namespace)
+    runner = factory.runner(topology.resolved(task))
+    if namespace.kind is NamespaceKind.EVENTHUBS:
+        handler = _event_hub_handler(runner)
+        handler = app.event_hub_message_trigger(
+            arg_name="messages",
+            connection=namespace.connection,
+            event_hub_name=source.entity,
+            consumer_group=source.consumer_group,
+            cardinality=func.Cardinality.MANY,
+            data_type=func.DataType.BINARY,
+        )(handler)
+        handler = app.retry(
+            strategy="exponential_backoff",
+            max_retry_count="-1",
+            minimum_interval="00:00:05",
+            maximum_interval="00:05:00",
+        )(handler)
+    elif source.subscription is not None:
+        handler = app.service_bus_topic_trigger(
+            arg_name="messages",
+            connection=namespace.connection,
+            topic_name=source.entity,
+            subscription_name=source.subscription
+            + (DEAD_LETTER_QUEUE_SUFFIX if source.dead_letter_queue else ""),
+            cardinality=func.Cardinality.MANY,
+            data_type=func.DataType.BINARY,
+        )(_servicebus_handler(runner, factory))
+    else:
+        queue = source.entity + (DEAD_LETTER_QUEUE_SUFFIX if source.dead_letter_queue else "")
+        handler = app.service_bus_queue_trigger(
+            arg_name="messages",
+            connection=namespace.connection,
+            queue_name=queue,
+            cardinality=func.Cardinality.MANY,
+            data_type=func.DataType.BINARY,
+        )(_servicebus_handler(runner, factory))
+    app.function_name(name=task.name)(handler)
+
+
+def build_app(
+    topology: Topology | None = None, *, environ: dict[str, str] | None = None
+) -> func.FunctionApp:
+    """The Functions app for ``topology`` (default: the file named by ``REPLICATION_TOPOLOGY``)."""
+    quiet_sdk_loggers()
+    topology = topology if topology is not None else load_topology()
+    factory = SenderFactory(topology, environ if environ is not None else dict(os.environ))
+    app = func.FunctionApp()
+    for task in topology.tasks:
+        register_task(app, topology, task, factory)
+    return app
+
+
+__all__ = ["build_app", "register_task"]

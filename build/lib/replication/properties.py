@@ -1,0 +1,212 @@
+"""The replication properties stamped on every replica: their names, parsing and stamping.
+
+This module is the only place that spells the property names; everything else imports them.
+
+- ``repl-origin``: logical name (from the topology) of the namespace where the message was
+  first enqueued. Set on the first hop, never changed afterwards.
+- ``repl-path``: the namespaces the message has been enqueued in, ``;``-separated, origin first.
+  The replica's own target namespace is appended when it is stamped, so a message read in
+  namespace X always has X as the last element of its path.
+- ``repl-hops``: number of replications so far (an integer).
+- ``repl-enqueued-time``, ``repl-sequence``, ``repl-offset``: written as the official .NET
+  replication library writes them: on every hop the source's enqueue time (ISO-8601 UTC with
+  milliseconds), sequence number and offset are appended after a ``;``. For Service Bus sources,
+  which have no offset, ``repl-offset`` carries the sequence number (as the .NET library does).
+  When reading, the documentation's spelling ``repl-enqueue-time`` is accepted too.
+- ``replication``: the flag that Service Bus subscription rules set (``SET replication = 1``)
+  and filter on (``replication IS NULL``). Replication copies it untouched.
+- ``repl-target``: written by the .NET Event Hubs merge sample; read for compatibility.
+
+Property values from other writers are tolerated: malformed values are reported by
+:func:`read_state` as :class:`~replication.exceptions.MalformedReplicationPropertyError`, which
+callers dead-letter with that reason rather than guess.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+
+from replication.envelope import Envelope, PropertyValue
+from replication.exceptions import MalformedReplicationPropertyError
+from replication.values import as_text
+
+REPL_ORIGIN = "repl-origin"
+REPL_PATH = "repl-path"
+REPL_HOPS = "repl-hops"
+REPL_ENQUEUED_TIME = "repl-enqueued-time"
+REPL_ENQUEUE_TIME_DOCS_SPELLING = "repl-enqueue-time"
+REPL_SEQUENCE = "repl-sequence"
+REPL_OFFSET = "repl-offset"
+REPL_TARGET = "repl-target"
+REPLICATION_FLAG = "replication"
+
+DEAD_LETTER_REASON = "DeadLetterReason"
+DEAD_LETTER_ERROR_DESCRIPTION = "DeadLetterErrorDescription"
+DEAD_LETTER_SOURCE = "repl-dead-letter-source"
+"""Written on messages parked in a task's ``deadLetterTarget`` (the Service Bus DLQ names)."""
+
+SEPARATOR = ";"
+
+STAMPED_PROPERTIES: tuple[str, ...] = (
+    REPL_ORIGIN,
+    REPL_PATH,
+    REPL_HOPS,
+    REPL_ENQUEUED_TIME,
+    REPL_SEQUENCE,
+    REPL_OFFSET,
+)
+"""Properties this library writes on every replica."""
+
+ALL_PROPERTIES: tuple[str, ...] = (
+    *STAMPED_PROPERTIES,
+    REPL_ENQUEUE_TIME_DOCS_SPELLING,
+    REPL_TARGET,
+    REPLICATION_FLAG,
+)
+"""Every replication-related property name this library reads or writes."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReplicationState:
+    """What a message's replication properties say about where it has been."""
+
+    origin: str | None
+    path: tuple[str, ...]
+    hops: int
+    target: str | None = None
+
+    @property
+    def visited(self) -> frozenset[str]:
+        """Every namespace the message is known to have been enqueued in."""
+        names = set(self.path)
+        names.update(name for name in (self.origin, self.target) if name is not None)
+        return frozenset(names)
+
+    @property
+    def is_replica(self) -> bool:
+        """True when the message was produced by replication rather than by an application."""
+        return self.hops > 0 or self.origin is not None or self.target is not None
+
+
+def format_timestamp(moment: datetime) -> str:
+    """ISO-8601 UTC with milliseconds and a ``Z`` suffix, e.g. ``2024-05-01T12:00:00.250Z``."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _text(value: PropertyValue) -> str:
+    return as_text(value) or ""
+
+
+def _split(value: PropertyValue) -> tuple[str, ...]:
+    return tuple(part for part in _text(value).split(SEPARATOR) if part)
+
+
+def read_state(properties: Mapping[str, PropertyValue]) -> ReplicationState:
+    """Parse the replication properties of a message.
+
+    Raises:
+        MalformedReplicationPropertyError: ``repl-hops`` is not a non-negative integer.
+    """
+    origin_value = properties.get(REPL_ORIGIN)
+    origin = _text(origin_value) if origin_value not in (None, "", b"") else None
+    path_value = properties.get(REPL_PATH)
+    path = _split(path_value) if path_value is not None else ()
+    hops_value = properties.get(REPL_HOPS)
+    if hops_value is None:
+        hops = 0
+    else:
+        try:
+            hops = int(_text(hops_value)) if not isinstance(hops_value, int) else hops_value
+        except ValueError:
+            hops = -1
+        if hops < 0 or isinstance(hops_value, bool):
+            raise MalformedReplicationPropertyError(
+                f"{REPL_HOPS} must be a non-negative integer, got {hops_value!r}"
+            )
+    target_value = properties.get(REPL_TARGET)
+    target = _text(target_value) if target_value is not None else None
+    return ReplicationState(origin=origin, path=path, hops=hops, target=target)
+
+
+def _append(properties: Mapping[str, PropertyValue], name: str, value: str) -> str:
+    previous = properties.get(name)
+    if previous is None or _text(previous) == "":
+        return value
+    return f"{_text(previous)}{SEPARATOR}{value}"
+
+
+def stamp(envelope: Envelope, *, source_namespace: str, target_namespace: str) -> Envelope:
+    """Return the replica of ``envelope`` to be enqueued in ``target_namespace``.
+
+    ``envelope`` is the message as received from ``source_namespace`` (its broker facts are
+    the source's). The replica keeps every application property, including ``replication``,
+    and gets the stamped properties described in the module docstring. The input is not changed.
+    """
+    properties = envelope.application_properties
+    state = read_state(properties)
+    origin = state.origin or source_namespace
+    path = list(state.path) or [origin]
+    if path[-1] != source_namespace:
+        path.append(source_namespace)
+    path.append(target_namespace)
+    enqueued = format_timestamp(envelope.enqueued_time_utc) if envelope.enqueued_time_utc else ""
+    if REPL_ENQUEUED_TIME not in properties and REPL_ENQUEUE_TIME_DOCS_SPELLING in properties:
+        properties = {
+            **properties,
+            REPL_ENQUEUED_TIME: properties[REPL_ENQUEUE_TIME_DOCS_SPELLING],
+        }
+    sequence = "" if envelope.sequence_number is None else str(envelope.sequence_number)
+    offset = envelope.offset if envelope.offset is not None else sequence
+    updates: dict[str, PropertyValue] = {
+        REPL_ORIGIN: origin,
+        REPL_PATH: SEPARATOR.join(path),
+        REPL_HOPS: state.hops + 1,
+        REPL_ENQUEUED_TIME: _append(properties, REPL_ENQUEUED_TIME, enqueued),
+        REPL_SEQUENCE: _append(properties, REPL_SEQUENCE, sequence),
+        REPL_OFFSET: _append(properties, REPL_OFFSET, offset),
+    }
+    return envelope.with_properties(updates)
+
+
+def source_enqueued_times(properties: Mapping[str, PropertyValue]) -> tuple[str, ...]:
+    """The per-hop source enqueue times, oldest first (either spelling of the property)."""
+    value = properties.get(REPL_ENQUEUED_TIME, properties.get(REPL_ENQUEUE_TIME_DOCS_SPELLING))
+    return () if value is None else tuple(_text(value).split(SEPARATOR))
+
+
+def without_replication_properties(
+    properties: Mapping[str, PropertyValue], keep: Iterable[str] = (REPLICATION_FLAG,)
+) -> dict[str, PropertyValue]:
+    """The application properties minus the replication ones (``keep`` are retained)."""
+    dropped = set(ALL_PROPERTIES) - set(keep)
+    return {key: value for key, value in properties.items() if key not in dropped}
+
+
+__all__ = [
+    "ALL_PROPERTIES",
+    "DEAD_LETTER_ERROR_DESCRIPTION",
+    "DEAD_LETTER_REASON",
+    "DEAD_LETTER_SOURCE",
+    "REPLICATION_FLAG",
+    "REPL_ENQUEUED_TIME",
+    "REPL_ENQUEUE_TIME_DOCS_SPELLING",
+    "REPL_HOPS",
+    "REPL_OFFSET",
+    "REPL_ORIGIN",
+    "REPL_PATH",
+    "REPL_SEQUENCE",
+    "REPL_TARGET",
+    "SEPARATOR",
+    "STAMPED_PROPERTIES",
+    "ReplicationState",
+    "format_timestamp",
+    "read_state",
+    "source_enqueued_times",
+    "stamp",
+    "without_replication_properties",
+]

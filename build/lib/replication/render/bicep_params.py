@@ -1,0 +1,157 @@
+"""``infra/main.parameters.json`` from the topology (``python -m replication render bicep-params``).
+
+Why a rendered parameters file rather than ``loadJsonContent`` of the topology: the
+subscriptions, loop-prevention rules, consumer groups and role assignments are *derived* from
+the tasks by this library (``materialize(topology)``); rendering them keeps one implementation
+of those rules, and Bicep stays simple loops over flat arrays (Bicep cannot nest resource loops).
+
+``userAssignedIdentitySettings`` holds the ``<connection>__clientId`` settings a user-assigned
+identity adds, with the client id as a placeholder: the template applies them, with the real
+client id, only when its ``userAssignedIdentityName`` parameter is set. The identity choice thus
+stays one template parameter, while which settings it implies is decided here, once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replication.topology import (
+    NamespaceKind,
+    NamespaceSpec,
+    SubscriptionSpec,
+    Topology,
+    materialize,
+)
+
+from ._common import entity_settings, iso_duration, resource_name
+from .access import role_assignments
+from .app_settings import (
+    IDENTITY_CLIENT_ID_PLACEHOLDER,
+    app_settings,
+    user_assigned_identity_settings,
+)
+
+SCHEMA = "https://schema.management.azure.com/schemas/2019-04-01/deploymentParameters.json#"
+
+
+def _rules(topic: str, subscription: SubscriptionSpec) -> list[dict[str, Any]]:
+    rules = []
+    for rule in subscription.rules:
+        entry: dict[str, Any] = {
+            "topic": topic,
+            "subscription": subscription.name,
+            "name": rule.name,
+        }
+        if rule.filter.sql is not None:
+            entry["filterType"] = "SqlFilter"
+            entry["sqlExpression"] = rule.filter.sql
+        else:
+            correlation = rule.filter.correlation
+            assert correlation is not None
+            entry["filterType"] = "CorrelationFilter"
+            entry["correlationFilter"] = correlation.model_dump(by_alias=True, exclude_none=True)
+        if rule.action is not None:
+            entry["actionSqlExpression"] = rule.action
+        rules.append(entry)
+    return rules
+
+
+def servicebus_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
+    topics, subscriptions, rules = [], [], []
+    for topic in namespace.topics:
+        entry: dict[str, Any] = {
+            "name": topic.name,
+            "requiresDuplicateDetection": topic.requires_duplicate_detection,
+            "duplicateDetectionHistoryTimeWindow": iso_duration(
+                topic.duplicate_detection_history_time_window
+            ),
+        }
+        if topic.default_message_time_to_live is not None:
+            entry["defaultMessageTimeToLive"] = iso_duration(topic.default_message_time_to_live)
+        topics.append(entry)
+        for subscription in topic.subscriptions:
+            subscriptions.append(
+                {
+                    "topic": topic.name,
+                    "name": subscription.name,
+                    "deadLetteringOnFilterEvaluationExceptions": (
+                        subscription.dead_lettering_on_filter_evaluation_exceptions
+                    ),
+                    **entity_settings(subscription),
+                }
+            )
+            rules += _rules(topic.name, subscription)
+    queues = [
+        {
+            "name": queue.name,
+            "requiresDuplicateDetection": queue.requires_duplicate_detection,
+            "duplicateDetectionHistoryTimeWindow": iso_duration(
+                queue.duplicate_detection_history_time_window
+            ),
+            **entity_settings(queue),
+        }
+        for queue in namespace.queues
+    ]
+    return {
+        "name": resource_name(namespace),
+        "location": namespace.region,
+        "sku": namespace.sku,
+        "queues": queues,
+        "topics": topics,
+        "subscriptions": subscriptions,
+        "rules": rules,
+    }
+
+
+def eventhubs_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
+    hubs = [
+        {
+            "name": hub.name,
+            "partitionCount": hub.partition_count,
+            "messageRetentionInDays": hub.message_retention_in_days,
+        }
+        for hub in namespace.event_hubs
+    ]
+    groups = [
+        {"eventHub": hub.name, "name": group}
+        for hub in namespace.event_hubs
+        for group in hub.consumer_groups
+    ]
+    sku = "Standard" if namespace.sku == "Premium" else namespace.sku
+    return {
+        "name": resource_name(namespace),
+        "location": namespace.region,
+        "sku": sku,
+        "eventHubs": hubs,
+        "consumerGroups": groups,
+    }
+
+
+def bicep_parameters(topology: Topology, *, topology_path: str = "topology.json") -> dict[str, Any]:
+    """The deployment parameters document for ``infra/main.bicep``."""
+    materialized = materialize(topology)
+    servicebus = [n for n in materialized.namespaces if n.kind is NamespaceKind.SERVICEBUS]
+    eventhubs = [n for n in materialized.namespaces if n.kind is NamespaceKind.EVENTHUBS]
+    key_vault_secrets = sorted(
+        {n.key_vault_secret for n in materialized.namespaces if n.key_vault_secret}
+    )
+    return {
+        "$schema": SCHEMA,
+        "contentVersion": "1.0.0.0",
+        "parameters": {
+            "serviceBusNamespaces": {"value": [servicebus_parameter(n) for n in servicebus]},
+            "eventHubNamespaces": {"value": [eventhubs_parameter(n) for n in eventhubs]},
+            "roleAssignments": {
+                "value": [a.as_parameter() for a in role_assignments(materialized)]
+            },
+            "replicationAppSettings": {
+                "value": app_settings(materialized, topology_path=topology_path)
+            },
+            "userAssignedIdentitySettings": {
+                "value": user_assigned_identity_settings(
+                    materialized, IDENTITY_CLIENT_ID_PLACEHOLDER
+                )
+            },
+            "enableKeyVault": {"value": bool(key_vault_secrets)},
+        },
+    }

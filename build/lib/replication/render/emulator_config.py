@@ -1,0 +1,131 @@
+"""The emulators' configuration for a topology (``python -m replication render emulator-config``).
+
+The output is the official Service Bus emulator ``Config.json`` schema (``UserConfig.Namespaces``)
+and the official Event Hubs emulator schema (``UserConfig.NamespaceConfig``) in one document,
+with every namespace of the topology under its logical name: the project's own emulator serves
+them all, each on its own port. ``--official`` writes one file per namespace in the exact
+single-namespace form Microsoft's Docker emulators accept (namespace ``sbemulatorns`` /
+``emulatorNs1``), as used by ``infra/local/docker-compose.yml``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replication.rules import RuleSpec
+from replication.topology import (
+    EventHubSpec,
+    NamespaceKind,
+    NamespaceSpec,
+    Topology,
+    materialize,
+)
+
+from ._common import entity_settings, iso_duration, pascal_case
+
+OFFICIAL_SERVICEBUS_NAMESPACE = "sbemulatorns"
+OFFICIAL_EVENTHUBS_NAMESPACE = "emulatorNs1"
+
+
+def _rule(rule: RuleSpec) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    if rule.filter.sql is not None:
+        properties["FilterType"] = "Sql"
+        properties["SqlFilter"] = {"SqlExpression": rule.filter.sql}
+    else:
+        correlation = rule.filter.correlation
+        assert correlation is not None
+        fields = correlation.model_dump(by_alias=True, exclude_none=True, exclude={"properties"})
+        properties["FilterType"] = "Correlation"
+        properties["CorrelationFilter"] = {
+            **{key[0].upper() + key[1:]: value for key, value in fields.items()},
+            "Properties": dict(correlation.properties),
+        }
+    if rule.action is not None:
+        properties["Action"] = {"SqlExpression": rule.action}
+    return {"Name": rule.name, "Properties": properties}
+
+
+def servicebus_namespace(namespace: NamespaceSpec, name: str | None = None) -> dict[str, Any]:
+    """One entry of ``UserConfig.Namespaces``."""
+    queues = [
+        {
+            "Name": queue.name,
+            "Properties": {
+                **pascal_case(entity_settings(queue)),
+                "RequiresDuplicateDetection": queue.requires_duplicate_detection,
+                "DuplicateDetectionHistoryTimeWindow": iso_duration(
+                    queue.duplicate_detection_history_time_window
+                ),
+            },
+        }
+        for queue in namespace.queues
+    ]
+    topics = []
+    for topic in namespace.topics:
+        properties: dict[str, Any] = {
+            "RequiresDuplicateDetection": topic.requires_duplicate_detection,
+            "DuplicateDetectionHistoryTimeWindow": iso_duration(
+                topic.duplicate_detection_history_time_window
+            ),
+        }
+        if topic.default_message_time_to_live is not None:
+            properties["DefaultMessageTimeToLive"] = iso_duration(
+                topic.default_message_time_to_live
+            )
+        subscriptions = [
+            {
+                "Name": subscription.name,
+                "Properties": pascal_case(entity_settings(subscription)),
+                **({"Rules": [_rule(r) for r in subscription.rules]} if subscription.rules else {}),
+            }
+            for subscription in topic.subscriptions
+        ]
+        topics.append(
+            {"Name": topic.name, "Properties": properties, "Subscriptions": subscriptions}
+        )
+    return {"Name": name or namespace.name, "Queues": queues, "Topics": topics}
+
+
+def _event_hub(hub: EventHubSpec) -> dict[str, Any]:
+    return {
+        "Name": hub.name,
+        "PartitionCount": hub.partition_count,
+        "ConsumerGroups": [{"Name": group} for group in hub.consumer_groups],
+    }
+
+
+def eventhubs_namespace(namespace: NamespaceSpec, name: str | None = None) -> dict[str, Any]:
+    """One entry of ``UserConfig.NamespaceConfig``."""
+    return {
+        "Type": "EventHub",
+        "Name": name or namespace.name,
+        "Entities": [_event_hub(hub) for hub in namespace.event_hubs],
+    }
+
+
+def emulator_config(topology: Topology) -> dict[str, Any]:
+    """All namespaces of the (materialized) topology in one document for our emulator."""
+    materialized = materialize(topology)
+    servicebus = [n for n in materialized.namespaces if n.kind is NamespaceKind.SERVICEBUS]
+    eventhubs = [n for n in materialized.namespaces if n.kind is NamespaceKind.EVENTHUBS]
+    user_config: dict[str, Any] = {"Logging": {"Type": "Console"}}
+    if servicebus:
+        user_config["Namespaces"] = [servicebus_namespace(n) for n in servicebus]
+    if eventhubs:
+        user_config["NamespaceConfig"] = [eventhubs_namespace(n) for n in eventhubs]
+    return {"UserConfig": user_config}
+
+
+def official_configs(topology: Topology) -> dict[str, dict[str, Any]]:
+    """``<namespace>.json`` -> the single-namespace document Microsoft's emulator accepts."""
+    configs = {}
+    for namespace in materialize(topology).namespaces:
+        if namespace.kind is NamespaceKind.SERVICEBUS:
+            entry = {"Namespaces": [servicebus_namespace(namespace, OFFICIAL_SERVICEBUS_NAMESPACE)]}
+        else:
+            entry = {
+                "NamespaceConfig": [eventhubs_namespace(namespace, OFFICIAL_EVENTHUBS_NAMESPACE)]
+            }
+        configs[f"{namespace.name}.json"] = {"UserConfig": {**entry, "Logging": {"Type": "File"}}}
+    return configs

@@ -1,0 +1,93 @@
+"""Reading a topology file: JSON, the schema, the cross-references, then every task resolved.
+
+The file is named by ``path``, else the app setting ``REPLICATION_TOPOLOGY``, else
+``topology.json``. Every problem is reported as a
+:class:`~replication.exceptions.ConfigurationError` whose message names the file, the JSON path
+and what is wrong, one line per problem, e.g.::
+
+    examples/bad.json: tasks[0].targets[0].namespace: unknown namespace 'neu' (known: weu, eus)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from replication.exceptions import ConfigurationError
+
+from ._checks import check_references, check_resolved
+from ._errors import format_validation_error, json_path
+from ._tasks import ResolvedTask, resolve_task
+from ._topology import Topology
+
+TOPOLOGY_SETTING = "REPLICATION_TOPOLOGY"
+DEFAULT_TOPOLOGY_PATH = "topology.json"
+
+
+def parse_topology(document: Mapping[str, Any], *, source: str = "<topology>") -> Topology:
+    """Validate an already-decoded topology document (see :func:`load_topology`)."""
+    try:
+        topology = Topology.model_validate(document)
+    except ValidationError as error:
+        raise format_validation_error(error, source) from None
+    check_references(topology, source)
+    resolved = {
+        task.name: _resolve(topology, index, source) for index, task in enumerate(topology.tasks)
+    }
+    topology = topology.with_resolved(resolved)
+    for index, task in enumerate(topology.resolved_tasks()):
+        check_resolved(topology, task, index, source)
+    return topology
+
+
+def _resolve(topology: Topology, index: int, source: str) -> ResolvedTask:
+    task = topology.tasks[index]
+    try:
+        return resolve_task(task, max_hops=topology.max_hops(task))
+    except ValidationError as error:
+        item = error.errors(include_url=False)[0]
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = f"unknown option for pattern '{task.pattern}'"
+        location = json_path([f"tasks[{index}].options", *item["loc"]])
+        raise ConfigurationError(message, source=source, location=location) from None
+
+
+def load_topology(path: str | os.PathLike[str] | None = None) -> Topology:
+    """Read and validate the topology file.
+
+    ``path`` defaults to the ``REPLICATION_TOPOLOGY`` setting, then ``topology.json``.
+
+    Raises:
+        ConfigurationError: the file is missing, is not JSON, or is not a valid topology; the
+            message names the file and the JSON path.
+    """
+    location = Path(
+        path if path is not None else os.environ.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH)
+    )
+    source = str(location)
+    try:
+        text = location.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigurationError(
+            f"topology file not found (set {TOPOLOGY_SETTING} or pass --topology)", source=source
+        ) from None
+    except OSError as error:
+        raise ConfigurationError(f"cannot read topology file: {error}", source=source) from error
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(
+            f"line {error.lineno} column {error.colno}: invalid JSON: {error.msg}", source=source
+        ) from None
+    if not isinstance(document, dict):
+        raise ConfigurationError("the topology must be a JSON object", source=source, location="$")
+    return parse_topology(document, source=source)
+
+
+__all__ = ["DEFAULT_TOPOLOGY_PATH", "TOPOLOGY_SETTING", "load_topology", "parse_topology"]

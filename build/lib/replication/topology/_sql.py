@@ -1,0 +1,34 @@
+"""Every SQL expression of a topology, located in the file, for ``lint-rules``.
+
+Rules written in the file carry their own JSON path; rules a task's pattern adds to the
+subscription it reads carry the task's path (``tasks[0].pattern``); SQL conditions among a
+pattern's options carry the option's path (``tasks[2].options.routes[0].condition``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from replication.rules import SqlText, rule_texts
+
+from ._topology import Topology
+
+
+def sql_texts(topology: Topology) -> Iterator[SqlText]:
+    """The SQL filters, actions and pattern conditions of ``topology``."""
+    for n, namespace in enumerate(topology.namespaces):
+        for t, topic in enumerate(namespace.topics):
+            for s, subscription in enumerate(topic.subscriptions):
+                for r, rule in enumerate(subscription.rules):
+                    base = f"namespaces[{n}].topics[{t}].subscriptions[{s}].rules[{r}]"
+                    yield from rule_texts(rule, f"{base}.filter.sql", f"{base}.action")
+    for i, task in enumerate(topology.resolved_tasks()):
+        derived = task.subscription_rule()
+        if derived is not None:
+            where = f"tasks[{i}].pattern"
+            yield from rule_texts(derived, where, where)
+        for relative, expression in task.pattern.sql_conditions(task.options):
+            yield SqlText(f"tasks[{i}].options.{relative}", task.name, "filter", expression)
+
+
+__all__ = ["sql_texts"]

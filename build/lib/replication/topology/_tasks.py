@@ -1,0 +1,90 @@
+"""Replication tasks: what the file says (:class:`TaskSpec`) and what runs (:class:`ResolvedTask`).
+
+A task names its pattern and gives the pattern's ``options`` as a plain JSON object. When the
+topology is loaded, each task is resolved once: the pattern is looked up in the registry and the
+options are validated into the pattern's typed options model (compiling any SQL condition in
+them), so that the runtime, the renderers and the linter all use the same typed object and
+nothing re-validates or re-compiles it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+
+from patterns import PATTERN_NAMES, Pattern, PatternOptions, Target, TaskContext, load_pattern
+from replication.rules import RuleSpec, SpecModel
+
+from ._specs import EntityRef
+
+
+class TaskSpec(SpecModel):
+    """One replication task: one source, one or more targets, a pattern and its options.
+
+    ``deadLetterTarget`` is where messages that cannot be replicated are parked (with
+    ``DeadLetterReason`` / ``DeadLetterErrorDescription`` properties). It is required for event
+    hub sources, which have no dead-letter queue; for Service Bus sources without one, such a
+    message fails its invocation until ``maxDeliveryCount`` moves it to the source's own DLQ.
+    """
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
+    pattern: str
+    source: EntityRef
+    targets: Annotated[list[EntityRef], Field(min_length=1)]
+    dead_letter_target: EntityRef | None = None
+    max_hops: Annotated[int, Field(ge=1)] | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("pattern")
+    @classmethod
+    def _known_pattern(cls, value: str) -> str:
+        if value not in PATTERN_NAMES:
+            close = difflib.get_close_matches(value, PATTERN_NAMES, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ValueError(
+                f"unknown pattern '{value}'{hint}; known: {', '.join(sorted(PATTERN_NAMES))}"
+            )
+        return value
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ResolvedTask:
+    """A task ready to run: its spec, its pattern, its typed options and the pattern's context.
+
+    Build it with :func:`resolve_task`; a bad option raises pydantic's ``ValidationError``,
+    which the loader reports with the file and JSON path.
+    """
+
+    spec: TaskSpec
+    pattern: Pattern[Any]
+    options: PatternOptions
+    context: TaskContext
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def subscription_rule(self) -> RuleSpec | None:
+        """The rule the pattern needs on the subscription the task reads, if it reads one."""
+        if self.spec.source.subscription is None:
+            return None
+        return self.pattern.subscription_rule(self.options)
+
+
+def resolve_task(spec: TaskSpec, *, max_hops: int) -> ResolvedTask:
+    """Look up the task's pattern and validate its options into the pattern's model."""
+    pattern = load_pattern(spec.pattern)
+    options = pattern.options_model.model_validate(spec.options)
+    context = TaskContext(
+        task_name=spec.name,
+        source_namespace=spec.source.namespace,
+        targets=tuple(Target(t.namespace, t.entity) for t in spec.targets),
+        max_hops=max_hops,
+    )
+    return ResolvedTask(spec, pattern, options, context)
+
+
+__all__ = ["ResolvedTask", "TaskSpec", "resolve_task"]

@@ -1,0 +1,69 @@
+"""The topology document as a whole, with lookups by name and the tasks resolved at load."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated
+
+from pydantic import Field, PrivateAttr
+
+from replication.rules import SpecModel
+
+from ._specs import NamespaceSpec
+from ._tasks import ResolvedTask, TaskSpec
+
+
+class Topology(SpecModel):
+    """The validated topology document. Load it with :func:`load_topology`."""
+
+    schema_: str | None = Field(default=None, alias="$schema")
+    namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)]
+    tasks: list[TaskSpec] = Field(default_factory=list)
+    _resolved: dict[str, ResolvedTask] | None = PrivateAttr(default=None)
+
+    def namespace(self, name: str) -> NamespaceSpec:
+        """The namespace with logical name ``name`` (KeyError when absent)."""
+        for namespace in self.namespaces:
+            if namespace.name == name:
+                return namespace
+        raise KeyError(name)
+
+    def task(self, name: str) -> TaskSpec:
+        """The task named ``name`` (KeyError when absent)."""
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise KeyError(name)
+
+    def default_max_hops(self) -> int:
+        """A message never needs more hops than there are other namespaces."""
+        return max(1, len(self.namespaces) - 1)
+
+    def max_hops(self, task: TaskSpec) -> int:
+        """The task's hop limit, defaulting to :meth:`default_max_hops`."""
+        return task.max_hops if task.max_hops is not None else self.default_max_hops()
+
+    def resolved(self, task: TaskSpec | str) -> ResolvedTask:
+        """The task with its pattern and typed options, validated once when it was loaded.
+
+        Raises:
+            KeyError: no such task.
+            ValueError: this topology was not built by ``parse_topology`` / ``load_topology``,
+                which resolve every task.
+        """
+        if self._resolved is None:
+            raise ValueError("tasks are resolved by parse_topology() / load_topology()")
+        return self._resolved[task if isinstance(task, str) else task.name]
+
+    def resolved_tasks(self) -> list[ResolvedTask]:
+        """Every task, resolved, in file order."""
+        return [self.resolved(task) for task in self.tasks]
+
+    def with_resolved(self, resolved: Mapping[str, ResolvedTask]) -> Topology:
+        """This topology with its resolved tasks attached (the loader's last step)."""
+        copy = self.model_copy()
+        copy._resolved = dict(resolved)
+        return copy
+
+
+__all__ = ["Topology"]

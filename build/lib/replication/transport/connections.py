@@ -1,0 +1,152 @@
+"""How a namespace of the topology is reached: connection string or Microsoft Entra identity.
+
+For namespace ``N`` with ``connection: "SB_WEU"`` the app settings are read in this order:
+
+1. ``SB_WEU``: a connection string (the local emulator, or a SAS connection string; in Azure a
+   Key Vault reference ``@Microsoft.KeyVault(...)`` that the platform resolves to one).
+2. ``keyVaultSecret`` of the namespace plus the setting ``REPLICATION_KEY_VAULT_URI``: the
+   connection string is read from Key Vault with the app's identity (for local runs against a
+   namespace outside the tenant, where no platform reference resolution happens).
+3. ``SB_WEU__fullyQualifiedNamespace`` (default: the topology's ``fullyQualifiedNamespace``)
+   with a token credential, by the same settings the Functions triggers read ("Configure
+   connections to remote services in Azure Functions"): ``SB_WEU__credential=managedidentity``
+   selects the app's managed identity, user-assigned when ``SB_WEU__clientId`` names one;
+   without ``__credential`` a ``__clientId`` still selects that managed identity, and without
+   either ``DefaultAzureCredential`` is used (a developer's own sign-in on local runs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from azure.core.credentials import TokenCredential
+from azure.eventhub import EventHubConsumerClient, EventHubProducerClient
+from azure.servicebus import ServiceBusClient
+
+from replication.exceptions import ConfigurationError
+from replication.topology import NamespaceSpec
+
+KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
+
+EventHubClient = TypeVar("EventHubClient", EventHubProducerClient, EventHubConsumerClient)
+
+
+@dataclasses.dataclass(frozen=True)
+class NamespaceAccess:
+    """Either a connection string or a host name with a credential."""
+
+    connection_string: str | None = None
+    fully_qualified_namespace: str | None = None
+    credential: TokenCredential | None = None
+
+    def token_access(self) -> tuple[str, TokenCredential]:
+        """Host name and credential, for access without a connection string."""
+        if not self.fully_qualified_namespace or self.credential is None:
+            raise ConfigurationError("no connection string and no identity-based access")
+        return self.fully_qualified_namespace, self.credential
+
+
+MANAGED_IDENTITY = "managedidentity"
+"""The ``<prefix>__credential`` value that selects the app's managed identity."""
+
+
+def token_credential(client_id: str | None, credential: str | None = None) -> TokenCredential:
+    """The credential the ``<prefix>__clientId`` / ``<prefix>__credential`` settings select."""
+    from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
+
+    if client_id:
+        return ManagedIdentityCredential(client_id=client_id)
+    if (credential or "").strip().lower() == MANAGED_IDENTITY:
+        return ManagedIdentityCredential()
+    return DefaultAzureCredential()
+
+
+def prefixed_credential(settings: Mapping[str, str], prefix: str) -> TokenCredential:
+    """The token credential of the identity-based connection whose settings start ``prefix``."""
+    return token_credential(
+        settings.get(f"{prefix}__clientId"), settings.get(f"{prefix}__credential")
+    )
+
+
+def _secret_from_key_vault(vault_uri: str, secret_name: str, source: str) -> str:
+    from azure.core.exceptions import AzureError
+    from azure.keyvault.secrets import SecretClient
+
+    client = SecretClient(vault_url=vault_uri, credential=token_credential(None))
+    try:
+        value = client.get_secret(secret_name).value
+    except AzureError as error:
+        raise ConfigurationError(
+            f"cannot read Key Vault secret '{secret_name}' from {vault_uri}: {error}",
+            source=source,
+        ) from error
+    if not value:
+        raise ConfigurationError(f"Key Vault secret '{secret_name}' is empty", source=source)
+    return value
+
+
+def resolve_access(
+    namespace: NamespaceSpec, environ: Mapping[str, str] | None = None
+) -> NamespaceAccess:
+    """How to connect to ``namespace`` given the app settings (see the module docstring)."""
+    settings = os.environ if environ is None else environ
+    prefix = namespace.connection
+    connection_string = settings.get(prefix)
+    if connection_string:
+        return NamespaceAccess(connection_string=connection_string)
+    vault_uri = settings.get(KEY_VAULT_URI_SETTING)
+    if namespace.key_vault_secret and vault_uri:
+        secret = _secret_from_key_vault(
+            vault_uri, namespace.key_vault_secret, f"namespace {namespace.name}"
+        )
+        return NamespaceAccess(connection_string=secret)
+    host = settings.get(f"{prefix}__fullyQualifiedNamespace") or namespace.fully_qualified_namespace
+    return NamespaceAccess(
+        fully_qualified_namespace=host,
+        credential=prefixed_credential(settings, prefix),
+    )
+
+
+def servicebus_client(
+    namespace: NamespaceSpec, environ: Mapping[str, str] | None = None
+) -> ServiceBusClient:
+    """A Service Bus client for ``namespace`` (connection string or identity)."""
+    access = resolve_access(namespace, environ)
+    if access.connection_string:
+        return ServiceBusClient.from_connection_string(access.connection_string)
+    host, credential = access.token_access()
+    return ServiceBusClient(host, credential)
+
+
+def event_hub_client(
+    client_class: type[EventHubClient],
+    namespace: NamespaceSpec,
+    event_hub: str,
+    environ: Mapping[str, str] | None = None,
+    **options: Any,
+) -> EventHubClient:
+    """A producer or consumer client of ``client_class`` for one event hub of ``namespace``."""
+    access = resolve_access(namespace, environ)
+    if access.connection_string:
+        return client_class.from_connection_string(
+            access.connection_string, eventhub_name=event_hub, **options
+        )
+    host, credential = access.token_access()
+    return client_class(
+        fully_qualified_namespace=host, eventhub_name=event_hub, credential=credential, **options
+    )
+
+
+__all__ = [
+    "KEY_VAULT_URI_SETTING",
+    "MANAGED_IDENTITY",
+    "NamespaceAccess",
+    "event_hub_client",
+    "prefixed_credential",
+    "resolve_access",
+    "servicebus_client",
+    "token_credential",
+]

@@ -1,0 +1,66 @@
+"""Conversions between :class:`Envelope` and ``azure.eventhub.EventData``.
+
+Event Hubs carries no TTL, session, scheduling or dead-letter facts; an envelope's partition key
+is not a property of the event but of the batch it is sent in (the sender groups by it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from azure.eventhub import EventData
+
+from replication.envelope import Envelope
+
+from ._common import body_bytes, decode_properties, sdk_properties, text
+
+_MESSAGE_PROPERTY_FIELDS = ("subject", "to", "reply_to")
+
+
+def envelope_from_event(
+    event: EventData, partition_id: str | None = None, *, source: str | None = None
+) -> Envelope:
+    """The envelope of an event received with the SDK from partition ``partition_id`` (the
+    receive callback's context knows it; the event itself does not) of the event hub ``source``
+    (logical ``namespace/entity``)."""
+    amqp_properties = event.raw_amqp_message.properties
+    extra: dict[str, Any] = {}
+    if amqp_properties is not None:
+        for name in _MESSAGE_PROPERTY_FIELDS:
+            extra[name] = text(getattr(amqp_properties, name, None))
+    return Envelope(
+        body=body_bytes(event.body, event.body_type.value),
+        message_id=text(event.message_id),
+        correlation_id=text(event.correlation_id),
+        content_type=text(event.content_type),
+        partition_key=text(event.partition_key),
+        application_properties=decode_properties(event.properties),
+        enqueued_time_utc=event.enqueued_time,
+        sequence_number=event.sequence_number,
+        offset=text(event.offset),
+        partition_id=partition_id,
+        source=source,
+        **extra,
+    )
+
+
+def to_event_data(envelope: Envelope) -> EventData:
+    """The ``EventData`` replica of ``envelope`` (partition key: see the module docstring)."""
+    event = EventData(envelope.body)
+    if envelope.application_properties:
+        event.properties = sdk_properties(envelope.application_properties)
+    if envelope.message_id is not None:
+        event.message_id = envelope.message_id
+    if envelope.content_type is not None:
+        event.content_type = envelope.content_type
+    if envelope.correlation_id is not None:
+        event.correlation_id = envelope.correlation_id
+    amqp_properties = event.raw_amqp_message.properties
+    for name in _MESSAGE_PROPERTY_FIELDS:
+        value = getattr(envelope, name)
+        if value is not None and amqp_properties is not None:
+            setattr(amqp_properties, name, value)
+    return event
+
+
+__all__ = ["envelope_from_event", "to_event_data"]

@@ -10,32 +10,31 @@ from __future__ import annotations
 
 import struct
 
-# Performative descriptor code -> number of fields (AMQP 1.0, part 2.7).
-FIELD_COUNTS = {0x10: 10, 0x11: 8, 0x12: 14, 0x13: 11, 0x14: 11, 0x15: 6, 0x16: 3, 0x17: 1, 0x18: 1}
+from ._amqp import AMQP_FRAME, PERFORMATIVE_FIELDS, Constructor
 
-_NULL = b"\x40"
+_NULL = bytes([Constructor.NULL])
 
 
 def _pad_performative(body: bytes) -> bytes:
     """``body`` is a frame body; pad its leading described list, keep the payload after it."""
-    if len(body) < 3 or body[0] != 0x00:
+    if len(body) < 3 or body[0] != Constructor.DESCRIBED:
         return body
-    if body[1] == 0x53:
+    if body[1] == Constructor.SMALL_ULONG:
         code, offset = body[2], 3
-    elif body[1] == 0x80 and len(body) >= 10:
+    elif body[1] == Constructor.ULONG and len(body) >= 10:
         code, offset = struct.unpack(">Q", body[2:10])[0], 10
     else:
         return body
-    wanted = FIELD_COUNTS.get(code)
+    wanted = PERFORMATIVE_FIELDS.get(code)
     if wanted is None:
         return body
     constructor = body[offset]
-    if constructor == 0x45:
+    if constructor == Constructor.LIST0:
         size, count, items_start, items_end = 0, 0, offset + 1, offset + 1
-    elif constructor == 0xC0:
+    elif constructor == Constructor.LIST8:
         size, count = body[offset + 1], body[offset + 2]
         items_start, items_end = offset + 3, offset + 2 + size
-    elif constructor == 0xD0:
+    elif constructor == Constructor.LIST32:
         size, count = struct.unpack(">II", body[offset + 1 : offset + 9])
         items_start, items_end = offset + 9, offset + 5 + size
     else:
@@ -44,9 +43,9 @@ def _pad_performative(body: bytes) -> bytes:
         return body
     items = body[items_start:items_end] + _NULL * (wanted - count)
     if len(items) + 1 <= 255:
-        encoded = bytes([0xC0, len(items) + 1, wanted]) + items
+        encoded = bytes([Constructor.LIST8, len(items) + 1, wanted]) + items
     else:
-        encoded = b"\xd0" + struct.pack(">II", len(items) + 4, wanted) + items
+        encoded = bytes([Constructor.LIST32]) + struct.pack(">II", len(items) + 4, wanted) + items
     return body[:offset] + encoded + body[items_end:]
 
 
@@ -74,7 +73,7 @@ class FramePadder:
                 break
             header_end = doff * 4
             frame, self._buffer = buffer[:size], buffer[size:]
-            if frame_type != 0x00 or size == header_end:
+            if frame_type != AMQP_FRAME or size == header_end:
                 out.append(frame)
                 continue
             body = _pad_performative(frame[header_end:])

@@ -16,16 +16,16 @@ from typing import Any
 from proton import UNDESCRIBED, Array, Data, Message, symbol, timestamp
 
 from ._codec import text
-from ._servicebus import Broker
+from ._servicebus import Broker, Settlement
 
 Reply = tuple[int, Any]
 
-# update-disposition's status words -> the outcomes Receivable.settle takes.
+# update-disposition's status words -> settlements.
 _DISPOSITIONS = {
-    "completed": "complete",
-    "abandoned": "abandon",
-    "defered": "defer",  # sic: the spelling on the wire
-    "suspended": "dead-letter",
+    "completed": Settlement.COMPLETE,
+    "abandoned": Settlement.ABANDON,
+    "defered": Settlement.DEFER,  # sic: the spelling on the wire
+    "suspended": Settlement.DEAD_LETTER,
 }
 
 _RECEIVE_AND_DELETE = 0

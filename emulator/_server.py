@@ -30,13 +30,14 @@ from proton import (
     symbol,
 )
 
+from ._amqp import Constructor, Section
 from ._codec import message_sections as _sections
 from ._codec import text
 from ._eventhubs import EventHubsBroker
 from ._frames import FramePadder
 from ._management import OPERATIONS, SENDING_OPERATIONS
 from ._persistence import Persistence
-from ._servicebus import Broker
+from ._servicebus import Broker, Settlement
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ MAX_MESSAGE_SIZE = 256 * 1024
 
 def _binary(data: bytes, start: int) -> bytes:
     value = start + 3
-    if data[value] == 0xA0:
+    if data[value] == Constructor.VBIN8:
         return data[value + 2 : value + 2 + data[value + 1]]
     size = int.from_bytes(data[value + 1 : value + 5], "big")
     return data[value + 5 : value + 5 + size]
@@ -57,13 +58,14 @@ def _binary(data: bytes, start: int) -> bytes:
 def split_batch(data: bytes) -> list[bytes]:
     """The encoded messages of a batch transfer, or ``[data]`` for a single message.
 
-    A batch (message format 0x80013700, which proton does not expose) is a message whose data
-    sections each hold one complete encoded message, a batch of one included. A payload is
-    never mistaken for one: it would have to parse, to its last byte, as AMQP message sections.
+    A batch (transfer message format ``BATCH_MESSAGE_FORMAT``, which proton does not expose) is a
+    message whose data sections each hold one complete encoded message, a batch of one included.
+    A payload is never mistaken for one: it would have to parse, to its last byte, as AMQP
+    message sections.
     """
     try:
         sections = _sections(data)
-        bodies = [_binary(data, start) for code, start, _ in sections if code == 0x75]
+        bodies = [_binary(data, start) for code, start, _ in sections if code == Section.DATA]
         if bodies and all(_sections(body) for body in bodies):
             return bodies
     except (ValueError, IndexError):
@@ -296,7 +298,9 @@ class _Session:
         broker = self.server.broker
         hub, _, partition = broker.resolve(address)
         outer = Message()
-        annotation_sections = [data[a:b] for code, a, b in _sections(data) if code == 0x72]
+        annotation_sections = [
+            data[a:b] for code, a, b in _sections(data) if code == Section.MESSAGE_ANNOTATIONS
+        ]
         if annotation_sections:
             outer.decode(annotation_sections[0])
         outer_key = (outer.annotations or {}).get(_PARTITION_KEY)
@@ -368,12 +372,12 @@ class _Session:
         now = self.server.broker.clock()
         if entity is not None:
             if state == Delivery.ACCEPTED:
-                entity.settle(token, "complete", now)
+                entity.settle(token, Settlement.COMPLETE, now)
             elif state == Delivery.RELEASED:
-                entity.settle(token, "release", now)
+                entity.settle(token, Settlement.RELEASE, now)
             elif state == Delivery.MODIFIED:
                 remote = delivery.remote
-                outcome = "defer" if remote.undeliverable else "abandon"
+                outcome = Settlement.DEFER if remote.undeliverable else Settlement.ABANDON
                 entity.settle(token, outcome, now)
                 delivery.local.failed = remote.failed
                 delivery.local.undeliverable = remote.undeliverable
@@ -382,7 +386,7 @@ class _Session:
                 info = dict(condition.info or {}) if condition is not None else {}
                 entity.settle(
                     token,
-                    "dead-letter",
+                    Settlement.DEAD_LETTER,
                     now,
                     reason=text(info.get(symbol("DeadLetterReason"), info.get("DeadLetterReason"))),
                     description=text(

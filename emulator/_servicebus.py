@@ -8,13 +8,14 @@ expiry and TTL are checked on every sweep of the server loop.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, assert_never
 
 from proton import Message, symbol
 
@@ -127,6 +128,21 @@ def apply_envelope(message: Message, before: Envelope, after: Envelope) -> Messa
         if getattr(after, envelope_field) != getattr(before, envelope_field):
             setattr(copy, message_field, getattr(after, envelope_field))
     return copy
+
+
+class Settlement(enum.Enum):
+    """What a receiver does with a locked message (AMQP outcome or management operation)."""
+
+    COMPLETE = "complete"
+    """Done: the message is removed (AMQP ``accepted``)."""
+    ABANDON = "abandon"
+    """Give it back, counting a delivery attempt (``modified`` with delivery-failed)."""
+    RELEASE = "release"
+    """Give it back without counting one (``released``: the client never looked at it)."""
+    DEFER = "defer"
+    """Set it aside until received by sequence number (``modified`` undeliverable-here)."""
+    DEAD_LETTER = "dead-letter"
+    """Move it to the dead-letter queue with a reason (``rejected``)."""
 
 
 class Receivable:
@@ -292,25 +308,41 @@ class Receivable:
             return
         self.available.appendleft(stored)
 
-    def settle(self, token: uuid.UUID, outcome: str, now: float, **info: Any) -> bool:
-        """Apply a receiver's outcome to a locked message; False when the lock is gone."""
+    def settle(
+        self,
+        token: uuid.UUID,
+        outcome: Settlement,
+        now: float,
+        *,
+        reason: str = "",
+        description: str = "",
+    ) -> bool:
+        """Apply a receiver's outcome to a locked message; False when the lock is gone.
+
+        Dead-lettering a message of a dead-letter queue (which has none of its own) puts it
+        back, uncounted, instead of dropping it.
+        """
         stored = self.locked.pop(token, None)
         if stored is None:
             return False
-        if outcome == "complete":
-            return True
-        if outcome == "abandon":
-            self._release(stored, counted=True, now=now)
-        elif outcome == "release":
-            self._release(stored, counted=False, now=now)
-        elif outcome == "defer":
-            stored.deferred = True
-            stored.lock_token = None
-            self.deferred[stored.sequence_number] = stored
-        elif outcome == "dead-letter" and self.dead_letter is not None:
-            self.dead_letter_message(
-                stored, info.get("reason") or "", info.get("description") or "", now
-            )
+        match outcome:
+            case Settlement.COMPLETE:
+                pass
+            case Settlement.ABANDON:
+                self._release(stored, counted=True, now=now)
+            case Settlement.RELEASE:
+                self._release(stored, counted=False, now=now)
+            case Settlement.DEFER:
+                stored.deferred = True
+                stored.lock_token = None
+                self.deferred[stored.sequence_number] = stored
+            case Settlement.DEAD_LETTER:
+                if self.dead_letter is None:
+                    self._release(stored, counted=False, now=now)
+                else:
+                    self.dead_letter_message(stored, reason, description, now)
+            case _:
+                assert_never(outcome)
         return True
 
     def renew(self, token: uuid.UUID, now: float) -> float | None:

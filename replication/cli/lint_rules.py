@@ -1,8 +1,9 @@
 """``python -m replication lint-rules``: parse every SQL rule before Service Bus sees it.
 
 Checks every filter, action and pattern condition of the topology file (including the
-loop-prevention rules the tasks add) and every string literal assigned to ``sqlExpression`` in
-the Bicep files under ``--bicep-root``. Bicep values that are expressions (parameters,
+loop-prevention rules the tasks add) and every string literal assigned to ``sqlExpression`` of a
+subscription rule resource in the Bicep files under ``--bicep-root`` (parsed with
+pycep-parser). Bicep values that are expressions (parameters,
 interpolations) are not literals; they come from the topology and are checked there.
 
 Every problem is printed as ``FILE[:LINE]: rule NAME: column C: message``; the exit code is 1
@@ -17,6 +18,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from pycep import BicepParser
+
 from replication.exit_codes import ExitCode
 from replication.rules import SqlText
 from replication.sql import SqlSyntaxError
@@ -24,9 +27,8 @@ from replication.topology import load_topology, sql_texts
 
 from ._options import add_topology_option
 
-_SQL_EXPRESSION = re.compile(r"\bsqlExpression\s*:\s*'((?:[^'\\\n]|\\.)*)'")
-_NAME = re.compile(r"\bname\s*:\s*'((?:[^'\\\n]|\\.)*)'")
-_OPENING_KEY = re.compile(r"(\w+)\s*:\s*\{\s*$")
+RULE_TYPE = "Microsoft.ServiceBus/namespaces/topics/subscriptions/rules"
+# pycep hands string literals over with Bicep's escapes still in them.
 _BICEP_ESCAPES = {"\\'": "'", "\\\\": "\\", "\\n": "\n", "\\r": "\r", "\\t": "\t", "\\$": "$"}
 
 
@@ -57,37 +59,41 @@ def _unescape(literal: str) -> str:
     return re.sub(r"\\.", lambda m: _BICEP_ESCAPES.get(m.group(0), m.group(0)), literal)
 
 
-def _enclosing_key(text: str, position: int) -> str | None:
-    """The key of the object literal that contains ``position`` (``sqlFilter`` or ``action``)."""
-    depth = 0
-    for index in range(position - 1, -1, -1):
-        char = text[index]
-        if char == "}":
-            depth += 1
-        elif char == "{":
-            if depth == 0:
-                match = _OPENING_KEY.search(text[: index + 1])
-                return match.group(1) if match else None
-            depth -= 1
-    return None
+def _line(text: str, start: int, key: str) -> int:
+    """The line of the ``sqlExpression`` inside ``key`` (``sqlFilter`` / ``action``) of the
+    resource declared at ``start``; pycep does not report positions."""
+    block = text.find(f"{key}:", start)
+    expression = text.find("sqlExpression", block if block >= 0 else start)
+    return text.count("\n", 0, max(expression, start)) + 1
 
 
 def bicep_rules(root: Path) -> Iterator[SqlText]:
+    """The literal SQL filters and actions of every subscription rule resource under ``root``.
+
+    Parsed with pycep-parser, so single-quoted and multi-line (``'''...'''``) literals read
+    the same. Interpolated strings and expressions come from parameters and are skipped.
+    """
+    parser = BicepParser()
     for path in sorted(root.rglob("*.bicep")):
         text = path.read_text(encoding="utf-8")
-        for match in _SQL_EXPRESSION.finditer(text):
-            literal = match.group(1)
-            if "${" in literal:
+        resources = parser.parse(text=text).get("resources") or {}
+        for symbol, resource in resources.items():
+            if not isinstance(resource, dict) or resource.get("type") != RULE_TYPE:
                 continue
-            names = _NAME.findall(text, 0, match.start())
-            line = text.count("\n", 0, match.start()) + 1
-            key = _enclosing_key(text, match.start())
-            yield SqlText(
-                f"{path}:{line}",
-                _unescape(names[-1]) if names else "?",
-                "action" if key == "action" else "filter",
-                _unescape(literal),
-            )
+            config = resource.get("config") or {}
+            properties = config.get("properties") or {}
+            start = text.find(f"resource {symbol} ")
+            name = config.get("name")
+            for kind, key in (("filter", "sqlFilter"), ("action", "action")):
+                expression = (properties.get(key) or {}).get("sqlExpression")
+                if not isinstance(expression, str) or "${" in expression:
+                    continue
+                yield SqlText(
+                    f"{path}:{_line(text, start, key)}",
+                    _unescape(name) if isinstance(name, str) else "?",
+                    kind,  # type: ignore[arg-type]
+                    _unescape(expression),
+                )
 
 
 def run(args: argparse.Namespace) -> int:

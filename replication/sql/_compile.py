@@ -23,7 +23,6 @@ from replication.envelope import Envelope
 
 from ._errors import SqlEvaluationError
 from ._parser import (
-    SYSTEM_PROPERTY_NAMES,
     Arithmetic,
     Comparison,
     Constant,
@@ -38,6 +37,7 @@ from ._parser import (
     Property,
     Unary,
 )
+from ._system import BY_NAME, SYSTEM_PROPERTY_NAMES
 
 Evaluator = Callable[[Envelope], Any]
 
@@ -49,42 +49,10 @@ def unknown_system_property(name: str) -> str:
 _MISSING = object()
 
 
-SYSTEM_PROPERTIES: dict[str, Callable[[Envelope], Any]] = {
-    "messageid": lambda e: e.message_id,
-    "correlationid": lambda e: e.correlation_id,
-    "contenttype": lambda e: e.content_type,
-    "label": lambda e: e.subject,
-    "subject": lambda e: e.subject,
-    "to": lambda e: e.to,
-    "replyto": lambda e: e.reply_to,
-    "replytosessionid": lambda e: e.reply_to_session_id,
-    "sessionid": lambda e: e.session_id,
-    "partitionkey": lambda e: e.partition_key,
-    "timetolive": lambda e: e.time_to_live,
-    "scheduledenqueuetimeutc": lambda e: e.scheduled_enqueue_time_utc,
-    "enqueuedtimeutc": lambda e: e.enqueued_time_utc,
-    "sequencenumber": lambda e: e.sequence_number,
-    "deliverycount": lambda e: e.delivery_count,
-    "size": lambda e: e.size,
-}
-"""Getters of the ``sys.`` properties (names lower-cased; see ``SYSTEM_PROPERTY_NAMES``)."""
-
 WRITABLE_SYSTEM_PROPERTIES: dict[str, str] = {
-    "messageid": "message_id",
-    "correlationid": "correlation_id",
-    "contenttype": "content_type",
-    "label": "subject",
-    "subject": "subject",
-    "to": "to",
-    "replyto": "reply_to",
-    "replytosessionid": "reply_to_session_id",
-    "sessionid": "session_id",
-    "partitionkey": "partition_key",
-    "timetolive": "time_to_live",
-    "scheduledenqueuetimeutc": "scheduled_enqueue_time_utc",
+    key: prop.field for key, prop in BY_NAME.items() if prop.writable
 }
-"""``sys.`` properties a rule action may SET or REMOVE -> Envelope field; the broker facts
-(enqueued time, sequence number, delivery count, size) are read-only."""
+"""``sys.`` properties a rule action may SET or REMOVE (lower-cased) -> Envelope field."""
 
 
 def find_user_property(properties: Mapping[str, Any], name: str) -> tuple[str | None, Any]:
@@ -101,10 +69,10 @@ def find_user_property(properties: Mapping[str, Any], name: str) -> tuple[str | 
 
 def system_getter(name: str) -> Callable[[Envelope], Any]:
     """The getter of ``sys.<name>``; :class:`SqlEvaluationError` for names that do not exist."""
-    getter = SYSTEM_PROPERTIES.get(name.lower())
-    if getter is None:
+    prop = BY_NAME.get(name.lower())
+    if prop is None:
         raise SqlEvaluationError(unknown_system_property(name))
-    return getter
+    return operator.attrgetter(prop.field)
 
 
 def _normalize(value: Any) -> Any:

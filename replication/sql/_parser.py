@@ -16,16 +16,11 @@ import dataclasses
 
 from ._errors import SqlSyntaxError
 from ._lexer import Kind, Token, tokenize
+from ._system import BY_NAME, SYSTEM_PROPERTY_NAMES
 
 SCOPES = ("sys", "user")
 FUNCTIONS = ("newid", "property", "p")
 COMPARISONS = ("=", "<>", "!=", ">", ">=", "<", "<=")
-SYSTEM_PROPERTY_NAMES = (
-    "MessageId", "CorrelationId", "ContentType", "Label", "Subject", "To", "ReplyTo",
-    "ReplyToSessionId", "SessionId", "PartitionKey", "TimeToLive", "ScheduledEnqueueTimeUtc",
-    "EnqueuedTimeUtc", "SequenceNumber", "DeliveryCount", "Size",
-)  # fmt: skip
-_SYSTEM_NAMES = {name.lower() for name in SYSTEM_PROPERTY_NAMES}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -375,7 +370,7 @@ class _Parser:
                 raise self.expected("a property name")
             self.advance()
             scope, name = first.lower(), str(name_token.value)
-            if scope == "sys" and name.lower() not in _SYSTEM_NAMES:
+            if scope == "sys" and name.lower() not in BY_NAME:
                 raise self.error(
                     f"sys.{name} is not a system property (known: "
                     f"{', '.join(SYSTEM_PROPERTY_NAMES)})",

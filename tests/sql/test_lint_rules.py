@@ -31,6 +31,8 @@ def test_bicep_literals_are_found_with_kind_and_rule_name() -> None:
         ("$Default", "filter", "replication IS NULL"),
         ("$Default", "action", "SET replication = 1; SET sys.TimeToLive = '0:2:0'"),
         ("only-orders", "filter", "sys.Label = 'order' AND"),
+        # A multi-line literal: a regex scan read it as empty.
+        ("multi-line", "filter", "replication IS NULL\n  AND sys.Label IN ('order', 'invoice')\n"),
     ]
 
 

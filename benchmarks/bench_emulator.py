@@ -35,6 +35,7 @@ from proton import Message
 
 from emulator import run_emulator
 from emulator._config import build_broker
+from emulator._servicebus import Settlement
 
 QUEUE = "bench"
 NAMESPACE = {"Name": "bench", "Queues": [{"Name": QUEUE, "Properties": {"MaxDeliveryCount": 10}}]}
@@ -78,7 +79,7 @@ def broker_round(messages: int) -> float:
         broker.send(QUEUE, message, now=now)
     while (stored := queue.take(now, lock=True)) is not None:
         assert stored.lock_token is not None
-        queue.settle(stored.lock_token, "complete", now)
+        queue.settle(stored.lock_token, Settlement.COMPLETE, now)
     return time.perf_counter() - started
 
 

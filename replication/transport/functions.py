@@ -145,6 +145,9 @@ def reread_reasons(metadata: Mapping[str, Any], size: int) -> list[str]:
         for name in REREAD_FIELDS
         if _strings(metadata, name, size) is None
     ]
+    if not ({"ExpiresAtArray", "ExpiresAtUtcArray"} & metadata.keys()):
+        reasons.append("the batch metadata has no expiry times")
+        return reasons
     expires = _times(metadata, "ExpiresAtArray", "ExpiresAtUtcArray", size)
     if any(moment is not None and moment.year < 9999 for moment in expires):
         reasons.append("a message has a time to live, which the batch metadata does not carry")
@@ -170,7 +173,12 @@ def envelopes_from_servicebus_batch(
         )
     columns = {name: _strings(metadata, name, size) or [None] * size for name in REREAD_FIELDS}
     properties = _column(metadata, "ApplicationPropertiesArray", size)
-    delivery_counts = _column(metadata, "DeliveryCountArray", size)
+    # Not copied to replicas: an extension that stops sending it costs nothing.
+    delivery_counts = (
+        _column(metadata, "DeliveryCountArray", size)
+        if "DeliveryCountArray" in metadata
+        else [None] * size
+    )
     enqueued = _times(metadata, "EnqueuedTimeArray", "EnqueuedTimeUtcArray", size)
     envelopes = []
     for index, message in enumerate(messages):

@@ -129,6 +129,17 @@ def test_a_message_gone_from_the_source_fails_the_batch() -> None:
         envelopes_from_servicebus_batch(batch, reread=Reread({100: Envelope()}))
 
 
+def test_metadata_without_expiry_times_is_re_read_rather_than_trusted() -> None:
+    batch = servicebus_batch(1)
+    metadata = dict(batch[0].metadata)
+    del metadata["ExpiresAtArray"]
+    batch = [Delivered(b"x", metadata)]
+    assert reread_reasons(metadata, 1) == ["the batch metadata has no expiry times"]
+    complete = {100: Envelope(message_id="m-0", time_to_live=timedelta(minutes=1))}
+    (envelope,) = envelopes_from_servicebus_batch(batch, reread=Reread(complete))
+    assert envelope.time_to_live == timedelta(minutes=1)
+
+
 def test_an_array_that_must_be_complete_but_is_not_fails() -> None:
     batch = servicebus_batch(2, SequenceNumberArray=[100])
     with pytest.raises(TriggerMetadataError, match="SequenceNumberArray: expected 2 entries"):

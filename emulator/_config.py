@@ -95,6 +95,16 @@ def _rules(rules: list[dict[str, Any]], where: str) -> list[Any]:
 
 def build_broker(namespace: dict[str, Any], where: str) -> Broker:
     broker = Broker()
+    if "MaxMessageSizeInKilobytes" in namespace:
+        # This emulator's extension of the config (like "Port"), after ARM's entity property:
+        # Premium namespaces take messages of 1 MB and more, Standard 256 KB.
+        size = namespace["MaxMessageSizeInKilobytes"]
+        if not isinstance(size, int) or not 1 <= size <= 102_400:
+            raise ConfigurationError(
+                f"{size!r} is not a size in kilobytes between 1 and 102400",
+                location=f"{where}.MaxMessageSizeInKilobytes",
+            )
+        broker.max_message_size = size * 1024
     for index, queue in enumerate(namespace.get("Queues") or []):
         here = f"{where}.Queues[{index}]"
         broker.add_queue(_name(queue, here), _settings(queue.get("Properties") or {}, here))

@@ -159,6 +159,8 @@ class EventHubsBroker:
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
+        # Event Hubs Basic's event size limit (Standard and above allow 1 MB).
+        self.max_message_size = 256 * 1024
         self.hubs: dict[str, EventHub] = {}
         self.owners = PartitionOwners()
 

@@ -44,7 +44,6 @@ logger = logging.getLogger(__name__)
 _PARTITION_KEY = symbol("x-opt-partition-key")
 
 BATCH_CREDIT = 300
-MAX_MESSAGE_SIZE = 256 * 1024
 
 
 def _binary(data: bytes, start: int) -> bytes:
@@ -193,7 +192,7 @@ class _Session:
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         address = (link.remote_source if link.is_sender else link.remote_target).address or ""
         path = self.server.entity_path(address)
-        link.max_message_size = MAX_MESSAGE_SIZE
+        link.max_message_size = self.server.max_message_size
         if isinstance(self.server.broker, EventHubsBroker) and not _is_control(path):
             self.open_event_hub_link(link, path)
             return
@@ -271,10 +270,11 @@ class _Session:
             request.decode(data)
             self.management(address, request)
             delivery.update(Delivery.ACCEPTED)
-        elif len(data) > MAX_MESSAGE_SIZE:
+        elif len(data) > self.server.max_message_size:
+            limit = self.server.max_message_size
             delivery.local.condition = _error(
                 "amqp:link:message-size-exceeded",
-                f"The message of {len(data)} bytes exceeds the limit of {MAX_MESSAGE_SIZE}.",
+                f"The message of {len(data)} bytes exceeds the limit of {limit}.",
             )
             delivery.update(Delivery.REJECTED)
         elif isinstance(self.server.broker, EventHubsBroker):
@@ -503,6 +503,7 @@ class NamespaceServer:
         self.loop: EmulatorLoop | None = None
         self.persistence: Persistence | None = None
         self.unsaved_sends = False
+        self.max_message_size: int = broker.max_message_size
 
     def persist(self, *, durable_only: bool = False) -> None:
         """Save the namespace if it has a data directory: always after sends that are about

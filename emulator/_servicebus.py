@@ -452,11 +452,16 @@ def correlation_matcher(spec: dict[str, Any]) -> Callable[[Envelope], bool]:
     return matches
 
 
+STANDARD_MAX_MESSAGE_SIZE = 256 * 1024
+"""Service Bus Standard's message size limit; Premium namespaces raise it (1 MB by default)."""
+
+
 class Broker:
     """One Service Bus namespace: its entities by lower-cased path."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
+        self.max_message_size = STANDARD_MAX_MESSAGE_SIZE
         self.last_sequence = 0
         self.queues: dict[str, Receivable] = {}
         self.topics: dict[str, Topic] = {}

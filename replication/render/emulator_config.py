@@ -46,8 +46,15 @@ def _rule(rule: RuleSpec) -> dict[str, Any]:
     return {"Name": rule.name, "Properties": properties}
 
 
-def servicebus_namespace(namespace: NamespaceSpec, name: str | None = None) -> dict[str, Any]:
-    """One entry of ``UserConfig.Namespaces``."""
+PREMIUM_MAX_MESSAGE_KB = 1024
+"""Premium namespaces take 1 MB messages by default (Standard: 256 KB)."""
+
+
+def servicebus_namespace(
+    namespace: NamespaceSpec, name: str | None = None, *, official: bool = False
+) -> dict[str, Any]:
+    """One entry of ``UserConfig.Namespaces``; ``official`` leaves out this project's emulator's
+    extensions (the message size of a Premium namespace)."""
     queues = [
         {
             "Name": queue.name,
@@ -84,7 +91,10 @@ def servicebus_namespace(namespace: NamespaceSpec, name: str | None = None) -> d
         topics.append(
             {"Name": topic.name, "Properties": properties, "Subscriptions": subscriptions}
         )
-    return {"Name": name or namespace.name, "Queues": queues, "Topics": topics}
+    entry: dict[str, Any] = {"Name": name or namespace.name, "Queues": queues, "Topics": topics}
+    if namespace.sku == "Premium" and not official:
+        entry["MaxMessageSizeInKilobytes"] = PREMIUM_MAX_MESSAGE_KB
+    return entry
 
 
 def _event_hub(hub: EventHubSpec) -> dict[str, Any]:
@@ -122,7 +132,11 @@ def official_configs(topology: Topology) -> dict[str, dict[str, Any]]:
     configs = {}
     for namespace in materialize(topology).namespaces:
         if namespace.kind is NamespaceKind.SERVICEBUS:
-            entry = {"Namespaces": [servicebus_namespace(namespace, OFFICIAL_SERVICEBUS_NAMESPACE)]}
+            entry = {
+                "Namespaces": [
+                    servicebus_namespace(namespace, OFFICIAL_SERVICEBUS_NAMESPACE, official=True)
+                ]
+            }
         else:
             entry = {
                 "NamespaceConfig": [eventhubs_namespace(namespace, OFFICIAL_EVENTHUBS_NAMESPACE)]

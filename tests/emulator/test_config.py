@@ -21,6 +21,14 @@ CASES = {
         _namespace(Queues=[{"Name": "q", "Properties": {"LockDuration": "30s"}}]),
         "UserConfig.Namespaces[0].Queues[0].LockDuration",
     ),
+    "message size not a number of kilobytes": (
+        _namespace(MaxMessageSizeInKilobytes="1MB"),
+        "UserConfig.Namespaces[0].MaxMessageSizeInKilobytes",
+    ),
+    "PT1.2.3S": (
+        _namespace(Queues=[{"Name": "q", "Properties": {"LockDuration": "PT1.2.3S"}}]),
+        "UserConfig.Namespaces[0].Queues[0].LockDuration",
+    ),
     "sessions": (
         _namespace(Queues=[{"Name": "q", "Properties": {"RequiresSession": True}}]),
         "UserConfig.Namespaces[0].Queues[0].RequiresSession",

@@ -1,6 +1,7 @@
 """Service Bus batches through the real Python worker: replicas equal what was published.
 
-Each test publishes messages to the emulator, receives them locked as the Service Bus extension
+The two Service Bus namespaces of ``topology.json`` are Premium (1 MB messages). Each test
+publishes messages to the emulator, receives them locked as the Service Bus extension
 does, builds the invocation the host would send (:mod:`tests.host.host_conversion`), invokes the
 function through the worker runtime, settles the messages as the extension does, and reads the
 replicas back with the SDK to compare them field by field with what was published.
@@ -197,3 +198,16 @@ def test_largest_batch_from_a_topic_subscription(
     # The subscription rule's action marked the copy it delivered; the replica keeps the mark,
     # so the peer's replication subscription (replication IS NULL) does not send it back.
     assert all(_properties(replica)["replication"] == 1 for replica in replicas)
+
+
+def test_a_one_megabyte_body_on_premium(
+    worker: WorkerSession, emulator_settings: dict[str, str]
+) -> None:
+    """Premium namespaces (this topology's) take 1 MB messages; the body arrives byte-exact."""
+    body = bytes(range(256)) * (1_000_000 // 256)
+    published = [ServiceBusMessage(body, message_id=_id("premium"), subject="big")]
+    response = replicate(
+        worker, emulator_settings, "jobs-weu-to-neu", published, source=("SB_WEU", "jobs", None)
+    )
+    assert worker.succeeded(response), response.result.exception.message
+    assert_replicas(published, drain(emulator_settings["SB_NEU"], "jobs", len(published)))

@@ -19,7 +19,13 @@ import pytest
 from pycep import BicepParser
 
 from replication.durations import format_timespan
-from replication.render import app_settings, az_cli_script, bicep_parameters, emulator_config
+from replication.render import (
+    app_settings,
+    az_cli_script,
+    bicep_parameters,
+    emulator_config,
+    official_configs,
+)
 from replication.render.access import ENTITY_TYPES, ROLE_IDS
 from replication.render.app_settings import IDENTITY_CLIENT_ID_PLACEHOLDER
 from replication.sql import SqlFilter, SqlRuleAction
@@ -486,3 +492,13 @@ def test_render_cli_writes_user_assigned_identity_settings(tmp_path: Path) -> No
     assert settings["SB_WEU__clientId"] == client_id
     assert main(arguments) == 0
     assert "SB_WEU__clientId" not in json.loads(output.read_text())
+
+
+def test_premium_namespaces_get_the_larger_message_size_in_the_emulator_config_only() -> None:
+    """Our emulator takes the Premium size as an extension key; Microsoft's config has none."""
+    topology = load_topology(Path(__file__).resolve().parents[1] / "host" / "topology.json")
+    weu = emulator_config(topology)["UserConfig"]["Namespaces"][0]
+    assert weu["MaxMessageSizeInKilobytes"] == 1024
+    for document in official_configs(topology).values():
+        for namespace in document["UserConfig"].get("Namespaces", []):
+            assert "MaxMessageSizeInKilobytes" not in namespace

@@ -1,7 +1,0 @@
-"""``python -m replication``: see :mod:`replication.cli`."""
-
-import sys
-
-from replication.cli import main
-
-sys.exit(main())

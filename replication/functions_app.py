@@ -42,12 +42,8 @@ logger = logging.getLogger(__name__)
 DEAD_LETTER_QUEUE_SUFFIX = "/$DeadLetterQueue"
 
 
-def _source_label(task: TaskSpec) -> str:
-    return f"{task.source.namespace}/{task.source.entity}"
-
-
 def _servicebus_handler(runner: TaskRunner, factory: SenderFactory) -> Callable[..., None]:
-    source = _source_label(runner.task)
+    source = runner.task.source.entity_path
 
     def reread(sequence_numbers: Sequence[int]) -> Mapping[int, Envelope]:
         return factory.peeker(runner.task.source).peek(sequence_numbers)
@@ -61,7 +57,7 @@ def _servicebus_handler(runner: TaskRunner, factory: SenderFactory) -> Callable[
 
 
 def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
-    source = _source_label(runner.task)
+    source = runner.task.source.entity_path
 
     def replicate(messages: typing.List[func.EventHubEvent]) -> None:  # noqa: UP006
         outcome = runner.run(envelopes_from_event_hub_batch(messages, source=source))

@@ -134,8 +134,14 @@ class EntityRef(SpecModel):
     consumer_group: str | None = None
     dead_letter_queue: bool = False
 
+    @property
+    def entity_path(self) -> str:
+        """``namespace/entity``: the entity itself, whichever subscription or group is read
+        (the ``source`` of the envelopes received from it)."""
+        return f"{self.namespace}/{self.entity}"
+
     def describe(self) -> str:
-        path = f"{self.namespace}/{self.entity}"
+        path = self.entity_path
         if self.subscription:
             path += f"/Subscriptions/{self.subscription}"
         if self.consumer_group:

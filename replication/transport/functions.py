@@ -50,29 +50,28 @@ from typing import Any, Protocol
 
 from replication.envelope import MESSAGE_FIELDS, Envelope
 from replication.exceptions import ReplicationError
+from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
 
 from ._common import decode_properties, text
 
 logger = logging.getLogger(__name__)
 
-DEAD_LETTER_REASON = "DeadLetterReason"
-DEAD_LETTER_ERROR_DESCRIPTION = "DeadLetterErrorDescription"
-
-REREAD_FIELDS = (
-    "MessageId",
-    "CorrelationId",
-    "ContentType",
-    "Subject",
-    "To",
-    "ReplyTo",
-    "ReplyToSessionId",
-    "SessionId",
-    "PartitionKey",
-)
-"""String fields of a Service Bus batch whose arrays can lose entries (``<Field>Array``)."""
+STRING_FIELDS: dict[str, str] = {
+    "MessageId": "message_id",
+    "CorrelationId": "correlation_id",
+    "ContentType": "content_type",
+    "Subject": "subject",
+    "To": "to",
+    "ReplyTo": "reply_to",
+    "ReplyToSessionId": "reply_to_session_id",
+    "SessionId": "session_id",
+    "PartitionKey": "partition_key",
+}
+"""String fields of a Service Bus batch whose arrays (``<Field>Array``) can lose entries, and
+the envelope field each one fills."""
 
 Reread = Callable[[Sequence[int]], Mapping[int, Envelope]]
-"""Reads messages of the trigger's source by sequence number (complete, with every AMQP type)."""
+"""Reads complete messages of the trigger's source by sequence number."""
 
 
 class TriggerMessage(Protocol):
@@ -140,10 +139,20 @@ def parse_host_time(value: Any) -> datetime | None:
 
 def reread_reasons(metadata: Mapping[str, Any], size: int) -> list[str]:
     """Why a Service Bus batch's metadata cannot give exact copies (empty: it can)."""
+    return _reasons(metadata, _string_columns(metadata, size), size)
+
+
+def _string_columns(metadata: Mapping[str, Any], size: int) -> dict[str, list[str | None] | None]:
+    return {name: _strings(metadata, name, size) for name in STRING_FIELDS}
+
+
+def _reasons(
+    metadata: Mapping[str, Any], columns: Mapping[str, list[str | None] | None], size: int
+) -> list[str]:
     reasons = [
         f"{name}Array has entries for some messages only"
-        for name in REREAD_FIELDS
-        if _strings(metadata, name, size) is None
+        for name, values in columns.items()
+        if values is None
     ]
     if not ({"ExpiresAtArray", "ExpiresAtUtcArray"} & metadata.keys()):
         reasons.append("the batch metadata has no expiry times")
@@ -165,13 +174,13 @@ def envelopes_from_servicebus_batch(
     size = len(messages)
     metadata = _metadata(messages)
     sequence_numbers = [int(n) for n in _column(metadata, "SequenceNumberArray", size)]
-    reasons = reread_reasons(metadata, size)
+    columns = _string_columns(metadata, size)
+    reasons = _reasons(metadata, columns, size)
     if reasons and reread is None:
         raise TriggerMetadataError(
             f"batch of {size} cannot be copied exactly from its metadata "
             f"({'; '.join(reasons)}) and cannot be re-read"
         )
-    columns = {name: _strings(metadata, name, size) or [None] * size for name in REREAD_FIELDS}
     properties = _column(metadata, "ApplicationPropertiesArray", size)
     # Not copied to replicas: an extension that stops sending it costs nothing.
     delivery_counts = (
@@ -182,20 +191,16 @@ def envelopes_from_servicebus_batch(
     enqueued = _times(metadata, "EnqueuedTimeArray", "EnqueuedTimeUtcArray", size)
     envelopes = []
     for index, message in enumerate(messages):
-        fields = {name: values[index] for name, values in columns.items()}
+        # A short (ambiguous) array leaves its field empty here; the re-read below fills it.
+        fields: dict[str, Any] = {  # str | None each, for the fields STRING_FIELDS names
+            STRING_FIELDS[name]: values[index] if values is not None else None
+            for name, values in columns.items()
+        }
         application_properties = decode_properties(properties[index])
         envelopes.append(
             Envelope(
                 body=message.get_body() or b"",
-                message_id=fields["MessageId"],
-                correlation_id=fields["CorrelationId"],
-                content_type=fields["ContentType"],
-                subject=fields["Subject"],
-                to=fields["To"],
-                reply_to=fields["ReplyTo"],
-                reply_to_session_id=fields["ReplyToSessionId"],
-                session_id=fields["SessionId"],
-                partition_key=fields["PartitionKey"],
+                **fields,
                 application_properties=application_properties,
                 enqueued_time_utc=enqueued[index],
                 sequence_number=sequence_numbers[index],
@@ -209,7 +214,7 @@ def envelopes_from_servicebus_batch(
         )
     if reasons and reread is not None:
         logger.debug("re-reading a batch of %d: %s", size, "; ".join(reasons))
-        return _complete_from_source(envelopes, reread)
+        return _complete_from_source(envelopes, sequence_numbers, reread)
     return envelopes
 
 
@@ -222,22 +227,21 @@ def _times(
     return [parse_host_time(value) for value in _column(metadata, name, size)]
 
 
-REREAD_ENVELOPE_FIELDS = MESSAGE_FIELDS
-"""What a re-read supplies: every message field (the batch metadata loses or lacks some)."""
-
-
-def _complete_from_source(envelopes: list[Envelope], reread: Reread) -> list[Envelope]:
-    found = reread([envelope.sequence_number or 0 for envelope in envelopes])
+def _complete_from_source(
+    envelopes: list[Envelope], sequence_numbers: list[int], reread: Reread
+) -> list[Envelope]:
+    """The envelopes with every message field (``MESSAGE_FIELDS``) taken from the source."""
+    found = reread(sequence_numbers)
     completed = []
-    for envelope in envelopes:
-        complete = found.get(envelope.sequence_number or 0)
+    for envelope, number in zip(envelopes, sequence_numbers, strict=True):
+        complete = found.get(number)
         if complete is None:
             raise TriggerMetadataError(
-                f"message with sequence number {envelope.sequence_number} is no longer in the "
-                "source; the batch is redelivered"
+                f"message with sequence number {number} is no longer in the source; "
+                "the batch is redelivered"
             )
         completed.append(
-            envelope.replace(**{name: getattr(complete, name) for name in REREAD_ENVELOPE_FIELDS})
+            envelope.replace(**{name: getattr(complete, name) for name in MESSAGE_FIELDS})
         )
     return completed
 
@@ -294,8 +298,7 @@ def _event_position(facts: Mapping[str, Any]) -> str | None:
 
 
 __all__ = [
-    "REREAD_ENVELOPE_FIELDS",
-    "REREAD_FIELDS",
+    "STRING_FIELDS",
     "Reread",
     "TriggerMessage",
     "TriggerMetadataError",

@@ -163,13 +163,11 @@ def run_event_hub_source(
         load_balancing_interval=5,
     )
 
-    source_label = f"{source.namespace}/{source.entity}"
-
     def on_batch(context: PartitionContext, events: list[EventData]) -> None:
         if not events:
             return
         envelopes = [
-            envelope_from_event(event, context.partition_id, source=source_label)
+            envelope_from_event(event, context.partition_id, source=source.entity_path)
             for event in events
         ]
         delay = RETRY_MIN_SECONDS

@@ -19,7 +19,7 @@ import pytest
 from replication.envelope import Envelope
 from replication.transport.eventhubs import to_event_data
 from replication.transport.functions import (
-    REREAD_FIELDS,
+    STRING_FIELDS,
     TriggerMetadataError,
     envelopes_from_event_hub_batch,
     envelopes_from_servicebus_batch,
@@ -53,7 +53,7 @@ def servicebus_batch(size: int, **arrays: list[Any]) -> list[Delivered]:
         "UserPropertiesArray": [{"n": n} for n in range(size)],
         "MessageIdArray": [f"m-{n}" for n in range(size)],
     }
-    for name in REREAD_FIELDS:
+    for name in STRING_FIELDS:
         if name != "MessageId":
             metadata[f"{name}Array"] = []
     metadata.update(arrays)

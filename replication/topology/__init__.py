@@ -8,9 +8,9 @@ path and what is wrong.
 
 Modules, in dependency order: ``_specs`` (namespaces and entities) and ``_tasks`` (tasks, and
 tasks resolved with their pattern's typed options) -> ``_topology`` (the document) ->
-``_errors`` / ``_checks`` (reporting and cross-references) -> ``_load``; ``_materialize`` (the
-subscriptions and consumer groups tasks need) and ``_sql`` (every SQL expression, for the
-linter) work on a loaded topology.
+``_errors`` / ``_checks`` (reporting and cross-references) -> ``_load``; ``_outage`` (retry
+budgets and delivery counts), ``_materialize`` (the subscriptions and consumer groups tasks
+need) and ``_sql`` (every SQL expression, for the linter) work on a loaded topology.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import re
 from ._errors import json_path
 from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse_topology
 from ._materialize import materialize
+from ._outage import attempt_budget, required_delivery_count, tolerated_outage
 from ._specs import (
     DEFAULT_CONSUMER_GROUP,
     EntityRef,
@@ -31,7 +32,7 @@ from ._specs import (
     TopicSpec,
 )
 from ._sql import sql_texts
-from ._tasks import ResolvedTask, TaskSpec
+from ._tasks import ResolvedTask, RetrySpec, TaskSpec
 from ._topology import Topology
 
 
@@ -50,14 +51,18 @@ __all__ = [
     "NamespaceSpec",
     "QueueSpec",
     "ResolvedTask",
+    "RetrySpec",
     "SubscriptionSpec",
     "TaskSpec",
     "TopicSpec",
     "Topology",
+    "attempt_budget",
     "json_path",
     "load_topology",
     "materialize",
     "parse_topology",
+    "required_delivery_count",
     "slug",
     "sql_texts",
+    "tolerated_outage",
 ]

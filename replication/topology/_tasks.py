@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from datetime import timedelta
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
@@ -18,7 +19,24 @@ from pydantic import Field, field_validator
 from patterns import PATTERN_NAMES, Pattern, PatternOptions, Target, TaskContext, load_pattern
 from replication.rules import RuleSpec, SpecModel
 
-from ._specs import EntityRef
+from ._specs import EntityRef, PositiveDuration
+
+
+class RetrySpec(SpecModel):
+    """How a task rides out an outage of a target (see README "Outages and poison messages").
+
+    Within one invocation, a send that fails transiently is retried after ``minBackoff``,
+    doubling up to ``maxBackoff``, for as long as the invocation may last (the attempt budget,
+    :func:`replication.topology.attempt_budget`). Then the invocation fails and the source
+    redelivers the batch. ``outageTolerance`` is how long a target may stay unreachable before
+    a Service Bus source's ``maxDeliveryCount`` would move messages into its dead-letter queue;
+    the delivery count of the subscriptions the tasks read is sized from it
+    (:func:`replication.topology.required_delivery_count`).
+    """
+
+    min_backoff: PositiveDuration = timedelta(seconds=1)
+    max_backoff: PositiveDuration = timedelta(seconds=30)
+    outage_tolerance: PositiveDuration = timedelta(hours=1)
 
 
 class TaskSpec(SpecModel):
@@ -36,6 +54,7 @@ class TaskSpec(SpecModel):
     targets: Annotated[list[EntityRef], Field(min_length=1)]
     dead_letter_target: EntityRef | None = None
     max_hops: Annotated[int, Field(ge=1)] | None = None
+    retry: RetrySpec = Field(default_factory=RetrySpec)
     options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("pattern")
@@ -87,4 +106,4 @@ def resolve_task(spec: TaskSpec, *, max_hops: int) -> ResolvedTask:
     return ResolvedTask(spec, pattern, options, context)
 
 
-__all__ = ["ResolvedTask", "TaskSpec", "resolve_task"]
+__all__ = ["ResolvedTask", "RetrySpec", "TaskSpec", "resolve_task"]

@@ -6,8 +6,8 @@ Callers act on the class, not the message:
 - :class:`TransientForwardError`: sending a replica failed in a way that a retry may fix
   (throttling, timeouts, connection loss). ``retryable`` is True.
 - :class:`PermanentForwardError`: sending failed and retrying the same message will not help
-  (message too large, entity not found, unauthorized); the message is dead-lettered with the
-  error's ``reason``.
+  (a message too large for the target, one the target refuses); the message is parked with
+  the error's ``reason``. A missing or forbidden target is *transient*: see its docstring.
 - :class:`MessageRejectedError`: a single message cannot be processed (malformed replication
   properties, validation failure); it is dead-lettered with ``reason``, the rest of the batch
   goes on.
@@ -41,23 +41,53 @@ class ConfigurationError(ReplicationError):
 
 
 class ForwardError(ReplicationError):
-    """Sending a replica to a target failed."""
+    """Sending a replica to a target failed.
 
-    def __init__(self, message: str, *, target: str | None = None):
+    ``acknowledged`` holds the positions (in the sequence passed to the failing ``send``) of the
+    envelopes the target had already accepted when the error happened, so that the caller
+    retries only the others and never sends an acknowledged replica twice.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        target: str | None = None,
+        acknowledged: frozenset[int] = frozenset(),
+    ):
         self.target = target
+        self.acknowledged = acknowledged
         super().__init__(f"{target}: {message}" if target else message)
 
 
 class TransientForwardError(ForwardError):
-    """A retry may succeed: throttling, timeouts, lost connections, busy servers."""
+    """A retry may succeed: throttling, timeouts, lost connections, busy servers, and a target
+    that is missing, disabled or refuses access (after a deployment, role assignments and new
+    entities take minutes to become effective; parking every message meanwhile would be worse
+    than retrying until the source's delivery budget runs out)."""
 
     retryable = True
 
 
 class PermanentForwardError(ForwardError):
-    """Retrying the same message will fail the same way; dead-letter it with ``reason``."""
+    """Retrying the same message will fail the same way; dead-letter it with ``reason``.
+
+    ``culprit`` is the position of the one envelope the error is about (a message too large
+    for the target), when the sender knows it; otherwise the caller narrows the batch down.
+    """
 
     reason = "ForwardFailed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        target: str | None = None,
+        acknowledged: frozenset[int] = frozenset(),
+        culprit: int | None = None,
+    ):
+        super().__init__(message, target=target, acknowledged=acknowledged)
+        self.culprit = culprit
 
 
 class MessageRejectedError(ReplicationError):

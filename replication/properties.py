@@ -46,8 +46,18 @@ DEAD_LETTER_REASON = "DeadLetterReason"
 DEAD_LETTER_ERROR_DESCRIPTION = "DeadLetterErrorDescription"
 DEAD_LETTER_SOURCE = "repl-dead-letter-source"
 """Written on messages parked in a task's ``deadLetterTarget`` (the Service Bus DLQ names)."""
+DEAD_LETTER_BODY_OMITTED = "repl-dead-letter-body-omitted"
+"""On a parked copy that had to leave the body out to fit: the body's size and SHA-256."""
 
 SEPARATOR = ";"
+REPLICATION_PREFIX = "repl-"
+
+
+def is_replication_property(name: str) -> bool:
+    """Whether ``name`` belongs to replication (``repl-*`` or the ``replication`` flag):
+    loop prevention depends on these, so nothing but this library may change them."""
+    return name.startswith(REPLICATION_PREFIX) or name == REPLICATION_FLAG
+
 
 STAMPED_PROPERTIES: tuple[str, ...] = (
     REPL_ORIGIN,
@@ -189,10 +199,12 @@ def without_replication_properties(
 
 __all__ = [
     "ALL_PROPERTIES",
+    "DEAD_LETTER_BODY_OMITTED",
     "DEAD_LETTER_ERROR_DESCRIPTION",
     "DEAD_LETTER_REASON",
     "DEAD_LETTER_SOURCE",
     "REPLICATION_FLAG",
+    "REPLICATION_PREFIX",
     "REPL_ENQUEUED_TIME",
     "REPL_ENQUEUE_TIME_DOCS_SPELLING",
     "REPL_HOPS",
@@ -205,6 +217,7 @@ __all__ = [
     "STAMPED_PROPERTIES",
     "ReplicationState",
     "format_timestamp",
+    "is_replication_property",
     "read_state",
     "source_enqueued_times",
     "stamp",

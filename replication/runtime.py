@@ -1,60 +1,116 @@
 """Run one replication task over a batch: plan with the pattern, then send, park or skip.
 
-:class:`TaskRunner` is what every triggered function calls. It is independent of the Azure SDKs:
-targets are :class:`TargetSender` objects (``replication.transport.senders`` for Service Bus and
-Event Hubs, ``replication.transport.memory`` for tests and dry runs).
+:class:`TaskRunner` is what every triggered function (and the local host) calls. It is
+independent of the Azure SDKs: targets are :class:`TargetSender` objects
+(``replication.transport.senders`` for Service Bus and Event Hubs,
+``replication.transport.memory`` for tests and dry runs).
 
-Failure handling, per decision of the pattern:
+What happens to each decision of the pattern:
 
-- ``Forward``: replicas are sent per target in batch order. A :class:`TransientForwardError`
-  propagates, failing the invocation so that the host redelivers (Service Bus) or retries
-  (Event Hubs retry policy); replicas already sent are sent again then, which targets with
-  duplicate detection drop by MessageId. A :class:`PermanentForwardError` on a batch is narrowed
-  down message by message; only the messages that fail on their own are dead-lettered.
-- ``DeadLetter``: the original message is parked in the task's ``deadLetterTarget`` with
-  ``DeadLetterReason`` / ``DeadLetterErrorDescription`` properties. Without one,
-  :class:`MessageRejectedError` is raised after everything else was sent, so the source's
-  ``maxDeliveryCount`` moves the message into the source's own dead-letter queue: it never
-  vanishes.
+- ``Forward``: replicas are sent per target in batch order. Every target gets its first attempt
+  before any target is retried, so a target that is down does not hold back a healthy one.
+  A :class:`TransientForwardError` (throttling, a lost connection, a target that is down,
+  missing or not yet authorized) is retried with exponential backoff
+  (``retry.minBackoff`` .. ``retry.maxBackoff``) for as long as the invocation's attempt budget
+  allows (:func:`replication.topology.attempt_budget`: under the source's lock duration); then
+  it propagates and the source redelivers the batch. A :class:`PermanentForwardError` concerns
+  one message: the message is parked and the rest is sent on. A permanent error that does not
+  say which message caused it is narrowed down by sending the unsent messages one by one; when
+  none of them gets through, the target is what fails, and the error is treated as transient.
+- ``DeadLetter`` (and messages narrowed out above): a copy of the original is parked in the
+  task's ``deadLetterTarget`` with ``DeadLetterReason`` / ``DeadLetterErrorDescription`` /
+  ``DeadLetterSource``. A copy too large for the parking entity is parked without its body
+  (``DeadLetterBodyOmitted`` gives the body's size and SHA-256), and if even that does not fit,
+  with the replication and dead-letter properties only. A runner without a dead-letter target
+  (dry runs) raises :class:`MessageRejectedError` after everything else was sent.
 - ``Skip``: logged at DEBUG (loop prevention is normal operation, not an error).
+
+A replica a target acknowledged is never sent to it again by the same runner: the runner
+remembers the source positions it delivered (the last :data:`LEDGER_SIZE`), so a batch that is
+redelivered after a failure sends only what is missing. Across processes, the replica's
+MessageId (kept, or derived from the source position) lets targets with duplicate detection
+drop the copies.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from datetime import timedelta
 from typing import Protocol
 
 from patterns import DeadLetter, Decision, Forward, Target
 from replication.envelope import Envelope
-from replication.exceptions import MessageRejectedError, PermanentForwardError
+from replication.exceptions import (
+    ForwardError,
+    MessageRejectedError,
+    PermanentForwardError,
+    TransientForwardError,
+)
 from replication.properties import (
+    DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_ERROR_DESCRIPTION,
     DEAD_LETTER_REASON,
     DEAD_LETTER_SOURCE,
+    is_replication_property,
 )
 from replication.topology import ResolvedTask
 
 logger = logging.getLogger(__name__)
 
+LEDGER_SIZE = 100_000
+"""Source positions of acknowledged replicas a runner remembers (about 10 MB at most)."""
+
 
 class TargetSender(Protocol):
-    """Sends envelopes to one entity, in order; raises ForwardError subclasses on failure."""
+    """Sends envelopes to one entity, in order; raises ForwardError subclasses on failure,
+    with the positions of the envelopes already acknowledged."""
 
     def send(self, envelopes: Sequence[Envelope]) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Backoff between attempts of one invocation, and how long the invocation may retry.
+
+    The default retries nothing (dry runs and tests); :meth:`from_task` is what deployed and
+    local runs use.
+    """
+
+    min_backoff: float = 1.0
+    max_backoff: float = 30.0
+    budget: float = 0.0
+
+    @classmethod
+    def from_task(cls, task: ResolvedTask, budget: timedelta) -> RetryPolicy:
+        retry = task.spec.retry
+        return cls(
+            retry.min_backoff.total_seconds(),
+            retry.max_backoff.total_seconds(),
+            budget.total_seconds(),
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class BatchOutcome:
     """What happened to a batch: counts per decision kind, the dead-lettered messages, and the
-    pattern's decisions (for dry runs and logs)."""
+    pattern's decisions (for dry runs and logs).
+
+    ``already_sent`` counts replicas not sent again because the target had acknowledged them
+    in an earlier attempt; ``retries`` the transient failures ridden out.
+    """
 
     received: int
     forwarded: int
     skipped: int
     dead_lettered: tuple[DeadLetter, ...]
     decisions: tuple[Decision, ...] = dataclasses.field(default=(), repr=False)
+    already_sent: int = 0
+    retries: int = 0
 
 
 def parked_copy(decision: DeadLetter, source: str) -> Envelope:
@@ -68,6 +124,72 @@ def parked_copy(decision: DeadLetter, source: str) -> Envelope:
     )
 
 
+def smaller_parked_copy(copy: Envelope) -> Envelope | None:
+    """A parked copy that fits where ``copy`` did not: first without the body (its size and
+    SHA-256 recorded, so it can be matched with the original), then also without the
+    application properties other than replication and dead-letter ones. None when nothing
+    smaller is left."""
+    if copy.body:
+        digest = hashlib.sha256(copy.body).hexdigest()
+        return dataclasses.replace(copy, body=b"").with_properties(
+            {DEAD_LETTER_BODY_OMITTED: f"{len(copy.body)} bytes, sha256 {digest}"}
+        )
+    kept = {
+        name: value
+        for name, value in copy.application_properties.items()
+        if is_replication_property(name) or name.startswith("DeadLetter")
+    }
+    if kept != dict(copy.application_properties):
+        return dataclasses.replace(copy, application_properties=kept)
+    return None
+
+
+def position(envelope: Envelope) -> Hashable:
+    """What identifies a source message across redeliveries: its place in its source."""
+    if envelope.sequence_number is not None:
+        return (envelope.source, envelope.partition_id, envelope.sequence_number)
+    return (envelope.source, envelope.partition_id, envelope.offset, envelope.message_id)
+
+
+class _Ledger:
+    """The bounded set of (target, source position) pairs a target has acknowledged."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: collections.OrderedDict[tuple[Target, Hashable], None] = (
+            collections.OrderedDict()
+        )
+
+    def __contains__(self, key: tuple[Target, Hashable]) -> bool:
+        return key in self._entries
+
+    def add(self, key: tuple[Target, Hashable]) -> None:
+        self._entries[key] = None
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+
+@dataclasses.dataclass
+class _Delivery:
+    """One target's share of a batch while it is being sent.
+
+    While narrowing down, a message refused on its own is a ``suspect`` until the next one
+    shows whether the target accepts anything at all.
+    """
+
+    target: Target
+    pending: list[Forward]
+    one_by_one: bool = False
+    suspect: DeadLetter | None = None
+    suspect_forward: Forward | None = None
+    last_error: TransientForwardError | None = None
+    sent: int = 0
+
+    def suspect_item(self) -> Forward:
+        assert self.suspect_forward is not None
+        return self.suspect_forward
+
+
 class TaskRunner:
     """Executes one task's pattern over batches; build once, call :meth:`run` per invocation."""
 
@@ -76,6 +198,10 @@ class TaskRunner:
         task: ResolvedTask,
         senders: Mapping[Target, TargetSender],
         dead_letter_sender: TargetSender | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], object] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.task = task.spec
         self.context = task.context
@@ -86,6 +212,11 @@ class TaskRunner:
             raise ValueError(f"task {task.name}: no sender for {', '.join(missing)}")
         self._senders = senders
         self._dead_letter_sender = dead_letter_sender
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._clock = clock
+        self._ledger = _Ledger(LEDGER_SIZE)
+        self._parking = Target("", "dead-letter target")
 
     def plan(self, batch: Sequence[Envelope]) -> list[Decision]:
         """The pattern's decisions for ``batch`` (pure; nothing is sent)."""
@@ -93,60 +224,150 @@ class TaskRunner:
 
     def run(self, batch: Sequence[Envelope]) -> BatchOutcome:
         """Plan and execute; see the module docstring for what is raised when."""
+        deadline = self._clock() + self.retry.budget
         decisions = self.plan(batch)
-        forwards: dict[Target, list[Forward]] = {}
+        deliveries: dict[Target, _Delivery] = {}
         dead_letters: list[DeadLetter] = []
-        skipped = 0
+        skipped = already_sent = 0
         for decision in decisions:
             if isinstance(decision, Forward):
-                forwards.setdefault(decision.target, []).append(decision)
+                if (decision.target, position(decision.source)) in self._ledger:
+                    already_sent += 1
+                    continue
+                delivery = deliveries.setdefault(decision.target, _Delivery(decision.target, []))
+                delivery.pending.append(decision)
             elif isinstance(decision, DeadLetter):
                 dead_letters.append(decision)
             else:
                 skipped += 1
                 logger.debug("%s: skip %s: %s", self.task.name, _id(decision), decision.reason)
-        forwarded = 0
-        for target, items in forwards.items():
-            sent, failed = self._send(target, items)
-            forwarded += sent
-            dead_letters.extend(failed)
+        retries = self._deliver(list(deliveries.values()), dead_letters, deadline)
         if dead_letters:
-            self._park(dead_letters)
-        return BatchOutcome(len(batch), forwarded, skipped, tuple(dead_letters), tuple(decisions))
+            retries += self._park(dead_letters, deadline)
+        forwarded = sum(d.sent for d in deliveries.values()) + already_sent
+        return BatchOutcome(
+            len(batch),
+            forwarded,
+            skipped,
+            tuple(dead_letters),
+            tuple(decisions),
+            already_sent,
+            retries,
+        )
 
-    def _send(self, target: Target, items: list[Forward]) -> tuple[int, list[DeadLetter]]:
-        sender = self._senders[target]
-        try:
-            sender.send([item.envelope for item in items])
-            return len(items), []
-        except PermanentForwardError as error:
-            if len(items) == 1:
-                return 0, [DeadLetter(items[0].source, error.reason, str(error))]
-            logger.warning(
-                "%s: batch of %d to %s failed (%s); retrying one by one",
+    def park(self, dead_letters: Sequence[DeadLetter]) -> None:
+        """Park messages the caller could not even turn into envelopes for the pattern (an
+        event whose body or properties cannot be read): same retries and fallbacks as
+        :meth:`run`'s own parking."""
+        self._park(list(dead_letters), self._clock() + self.retry.budget)
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def _deliver(
+        self, deliveries: list[_Delivery], dead_letters: list[DeadLetter], deadline: float
+    ) -> int:
+        """Send every delivery; transient failures are retried in rounds with backoff until
+        the deadline, then the last one is raised. Returns the number of retries."""
+        delay = self.retry.min_backoff
+        retries = 0
+        while True:
+            for delivery in deliveries:
+                self._attempt(delivery, dead_letters)
+            waiting = [d for d in deliveries if d.pending]
+            if not waiting:
+                return retries
+            error = waiting[0].last_error
+            assert error is not None
+            if self._clock() + delay > deadline:
+                raise error
+            retries += 1
+            logger.info(
+                "%s: %s unavailable, retry in %.1f s: %s",
                 self.task.name,
-                len(items),
-                target,
-                error.reason,
+                ", ".join(str(d.target) for d in waiting),
+                delay,
+                error,
             )
-        sent = 0
-        failed: list[DeadLetter] = []
-        for item in items:
-            count, rejected = self._send(target, [item])
-            sent += count
-            failed.extend(rejected)
-        return sent, failed
+            self._sleep(delay)
+            delay = min(delay * 2, self.retry.max_backoff)
 
-    def _park(self, dead_letters: list[DeadLetter]) -> None:
+    def _attempt(self, delivery: _Delivery, dead_letters: list[DeadLetter]) -> None:
+        """Send ``delivery.pending`` until it is empty or a transient error stops it."""
+        sender = self._senders[delivery.target]
+        while delivery.pending:
+            chunk = delivery.pending[:1] if delivery.one_by_one else delivery.pending
+            try:
+                sender.send([item.envelope for item in chunk])
+                acknowledged = frozenset(range(len(chunk)))
+                error: ForwardError | None = None
+            except ForwardError as failure:
+                acknowledged = failure.acknowledged
+                error = failure
+            self._acknowledge(delivery, chunk, acknowledged)
+            culprit = error.culprit if isinstance(error, PermanentForwardError) else None
+            rest = [item for i, item in enumerate(chunk) if i not in acknowledged and i != culprit]
+            delivery.pending = rest + delivery.pending[len(chunk) :]
+            if acknowledged and delivery.suspect is not None:
+                # Another message got through: the suspect was refused for itself.
+                dead_letters.append(delivery.suspect)
+                delivery.suspect = None
+            if error is None:
+                delivery.last_error = None
+            elif isinstance(error, TransientForwardError):
+                delivery.last_error = error
+                return
+            elif isinstance(error, PermanentForwardError):
+                if culprit is not None:
+                    dead_letters.append(_dead_letter(chunk[culprit], error))
+                elif len(chunk) > 1:
+                    logger.warning(
+                        "%s: batch of %d to %s failed (%s); narrowing down one by one",
+                        self.task.name,
+                        len(chunk),
+                        delivery.target,
+                        error.reason,
+                    )
+                    delivery.one_by_one = True
+                elif delivery.suspect is not None:
+                    # Two messages in a row refused alone: the target is what fails, not the
+                    # messages. Ride it out like an outage instead of parking everything.
+                    delivery.pending.insert(0, delivery.suspect_item())
+                    delivery.suspect = None
+                    delivery.last_error = TransientForwardError(
+                        f"{error.reason}: {error}", target=error.target
+                    )
+                    return
+                else:
+                    delivery.suspect_forward = chunk[0]
+                    delivery.suspect = _dead_letter(chunk[0], error)
+                    delivery.pending.pop(0)
+        if delivery.suspect is not None:
+            # The last message refused alone: park it when anything else got through, or
+            # when it was alone (nothing says the target is at fault).
+            dead_letters.append(delivery.suspect)
+            delivery.suspect = None
+
+    def _acknowledge(
+        self, delivery: _Delivery, chunk: list[Forward], acknowledged: frozenset[int]
+    ) -> None:
+        for index in acknowledged:
+            self._ledger.add((delivery.target, position(chunk[index].source)))
+        delivery.sent += len(acknowledged)
+
+    # -- parking ---------------------------------------------------------------------------
+
+    def _park(self, dead_letters: list[DeadLetter], deadline: float) -> int:
+        """Send the parked copies; returns the number of transient failures ridden out."""
         for decision in dead_letters:
             logger.warning(
-                "%s: cannot replicate %s: %s: %s",
+                "%s: parking %s: %s: %s",
                 self.task.name,
                 _id(decision),
                 decision.reason,
                 decision.description,
             )
-        if self._dead_letter_sender is None:
+        sender = self._dead_letter_sender
+        if sender is None:
             first = dead_letters[0]
             error = MessageRejectedError(
                 f"{len(dead_letters)} message(s) cannot be replicated, first "
@@ -155,7 +376,70 @@ class TaskRunner:
             error.reason = first.reason
             raise error
         source = self.task.source.describe()
-        self._dead_letter_sender.send([parked_copy(d, source) for d in dead_letters])
+        pending = [
+            parked_copy(d, source)
+            for d in dead_letters
+            if (self._parking, position(d.source)) not in self._ledger
+        ]
+        delay = self.retry.min_backoff
+        retries = 0
+        while pending:
+            try:
+                sender.send(pending)
+                acknowledged = frozenset(range(len(pending)))
+                error_: ForwardError | None = None
+            except ForwardError as failure:
+                acknowledged, error_ = failure.acknowledged, failure
+            for index in acknowledged:
+                self._ledger.add((self._parking, position(pending[index])))
+            if error_ is None:
+                break
+            rest = [(i, c) for i, c in enumerate(pending) if i not in acknowledged]
+            if isinstance(error_, TransientForwardError):
+                if self._clock() + delay > deadline:
+                    raise error_
+                retries += 1
+                self._sleep(delay)
+                delay = min(delay * 2, self.retry.max_backoff)
+                pending = [c for _, c in rest]
+                continue
+            assert isinstance(error_, PermanentForwardError)
+            culprit = error_.culprit
+            if culprit is None and len(rest) == 1:
+                culprit = rest[0][0]
+            if culprit is None:
+                # Which copy was refused is unknown: park the rest one at a time.
+                for _, copy in rest:
+                    self._park_alone(sender, copy)
+                break
+            smaller = smaller_parked_copy(pending[culprit])
+            if smaller is None:
+                raise error_
+            logger.warning(
+                "%s: the parked copy of message %s does not fit the dead-letter target; "
+                "parking it without its body",
+                self.task.name,
+                pending[culprit].message_id,
+            )
+            pending = [smaller if i == culprit else c for i, c in rest]
+        return retries
+
+    def _park_alone(self, sender: TargetSender, copy: Envelope) -> None:
+        candidate: Envelope | None = copy
+        while candidate is not None:
+            try:
+                sender.send([candidate])
+            except PermanentForwardError:
+                candidate = smaller_parked_copy(candidate)
+                if candidate is None:
+                    raise
+                continue
+            self._ledger.add((self._parking, position(candidate)))
+            return
+
+
+def _dead_letter(item: Forward, error: PermanentForwardError) -> DeadLetter:
+    return DeadLetter(item.source, error.reason, str(error))
 
 
 def _id(decision: Decision) -> str:
@@ -163,4 +447,13 @@ def _id(decision: Decision) -> str:
     return f"message {envelope.message_id or envelope.offset or envelope.sequence_number}"
 
 
-__all__ = ["BatchOutcome", "TargetSender", "TaskRunner", "parked_copy"]
+__all__ = [
+    "LEDGER_SIZE",
+    "BatchOutcome",
+    "RetryPolicy",
+    "TargetSender",
+    "TaskRunner",
+    "parked_copy",
+    "position",
+    "smaller_parked_copy",
+]

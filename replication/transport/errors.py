@@ -1,8 +1,9 @@
 """The one place where Azure SDK exceptions become :mod:`replication.exceptions` errors.
 
-Retryable SDK errors (throttling, timeouts, lost connections, busy servers) become
-:class:`TransientForwardError`; everything else becomes :class:`PermanentForwardError`, whose
-``reason`` is used when the message is dead-lettered. The original error is always chained.
+Errors about the target (throttling, timeouts, lost connections, busy servers, and a target
+that is missing, disabled or refuses access) become :class:`TransientForwardError`; errors about
+one message (too large) and unknown non-retryable errors become :class:`PermanentForwardError`,
+whose ``reason`` is used when the message is parked. The original error is always chained.
 """
 
 from __future__ import annotations
@@ -38,13 +39,16 @@ from replication.exceptions import ForwardError, PermanentForwardError, Transien
 
 _PERMANENT_REASONS: tuple[tuple[type[BaseException], str], ...] = (
     (MessageSizeExceededError, "MessageSizeExceeded"),
-    (MessagingEntityNotFoundError, "TargetNotFound"),
-    (MessagingEntityDisabledError, "TargetDisabled"),
-    (ServiceBusAuthorizationError, "TargetUnauthorized"),
-    (ClientAuthenticationError, "TargetUnauthorized"),
 )
 
 _TRANSIENT: tuple[type[BaseException], ...] = (
+    # The target is missing, disabled or refuses us. Right after a deployment that is normal
+    # for minutes (entities and role assignments propagate), and it concerns every message,
+    # not one: retried until the source's delivery budget runs out, never parked.
+    MessagingEntityNotFoundError,
+    MessagingEntityDisabledError,
+    ServiceBusAuthorizationError,
+    ClientAuthenticationError,
     ServiceBusServerBusyError,
     ServiceBusQuotaExceededError,
     OperationTimeoutError,
@@ -58,26 +62,31 @@ _TRANSIENT: tuple[type[BaseException], ...] = (
 )
 
 
-def translate(error: BaseException, *, target: str) -> ForwardError:
+def translate(
+    error: BaseException, *, target: str, acknowledged: frozenset[int] = frozenset()
+) -> ForwardError:
     """The library error for an exception raised while sending to ``target``.
 
-    Callers write ``raise translate(error, target=...) from error``.
-    ``ServiceBusAuthenticationError`` counts as transient: the service reports a missing entity
-    at the token step with it, and token refreshes fail transiently too; repeated failures end in
-    the dead-letter queue through MaxDeliveryCount rather than in silent loss.
+    Callers write ``raise translate(error, target=..., acknowledged=...) from error``, where
+    ``acknowledged`` holds the positions of the envelopes the target accepted before the error.
+    Errors about the target (missing, disabled, unauthorized, unreachable, busy) are transient;
+    only errors about a message are permanent. An unknown non-retryable error is permanent too:
+    the runtime then narrows the batch down and treats it as transient after all when the
+    target refuses every message on its own.
     """
+    text = f"{type(error).__name__}: {error}"
     for kind, reason in _PERMANENT_REASONS:
         if isinstance(error, kind):
-            permanent = PermanentForwardError(f"{type(error).__name__}: {error}", target=target)
+            permanent = PermanentForwardError(text, target=target, acknowledged=acknowledged)
             permanent.reason = reason
             return permanent
     if isinstance(error, _TRANSIENT):
-        return TransientForwardError(f"{type(error).__name__}: {error}", target=target)
+        return TransientForwardError(text, target=target, acknowledged=acknowledged)
     if isinstance(error, ServiceBusError | EventHubError | EventDataSendError | AzureError):
         retryable = bool(getattr(error, "retryable", False))
         kind_ = TransientForwardError if retryable else PermanentForwardError
-        return kind_(f"{type(error).__name__}: {error}", target=target)
-    return PermanentForwardError(f"{type(error).__name__}: {error}", target=target)
+        return kind_(text, target=target, acknowledged=acknowledged)
+    return PermanentForwardError(text, target=target, acknowledged=acknowledged)
 
 
 __all__ = ["translate"]

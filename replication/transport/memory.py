@@ -1,9 +1,12 @@
 """An in-memory target: a real :class:`~replication.runtime.TargetSender` that keeps what it gets.
 
 Used by the ``plan`` command (a dry run prints what each target would receive) and by tests of
-the runtime. ``reject`` makes it fail like a real entity would: envelopes for which it returns a
-reason raise :class:`PermanentForwardError` with that reason, so the runtime's narrowing and
-dead-lettering can be exercised without a broker.
+the runtime. Failure injection makes it fail like a real entity would, so the runtime's
+retries, narrowing and parking can be exercised without a broker: ``reject`` refuses envelopes
+for which it returns a reason (a :class:`PermanentForwardError` with that reason; with
+``name_culprit`` the error says which envelope, as the real senders do for a message that is
+too large); ``unavailable`` fails every send transiently; ``accept_per_call`` acknowledges that
+many envelopes of a send and then fails transiently (a connection lost mid-send).
 """
 
 from __future__ import annotations
@@ -22,29 +25,41 @@ class MemoryTarget:
         name: str,
         *,
         reject: Callable[[Envelope], str | None] | None = None,
+        name_culprit: bool = False,
         unavailable: bool = False,
+        accept_per_call: int | None = None,
     ) -> None:
         self.name = name
         self.received: list[Envelope] = []
         self.send_calls = 0
         self._reject = reject
+        self._name_culprit = name_culprit
         self.unavailable = unavailable
+        self.accept_per_call = accept_per_call
 
     def send(self, envelopes: Sequence[Envelope]) -> None:
-        """Store ``envelopes`` atomically: all of them or, on failure, none."""
+        """Store ``envelopes`` in order up to the first injected failure, which is raised with
+        the positions of the envelopes stored before it."""
         self.send_calls += 1
         if self.unavailable:
             raise TransientForwardError("target unavailable", target=self.name)
-        if self._reject is not None:
-            for envelope in envelopes:
-                reason = self._reject(envelope)
-                if reason is not None:
-                    error = PermanentForwardError(
-                        f"rejected {envelope.message_id}", target=self.name
-                    )
-                    error.reason = reason
-                    raise error
-        self.received.extend(envelopes)
+        for index, envelope in enumerate(envelopes):
+            acknowledged = frozenset(range(index))
+            if self.accept_per_call is not None and index >= self.accept_per_call:
+                raise TransientForwardError(
+                    "connection lost", target=self.name, acknowledged=acknowledged
+                )
+            reason = self._reject(envelope) if self._reject is not None else None
+            if reason is not None:
+                error = PermanentForwardError(
+                    f"rejected {envelope.message_id}",
+                    target=self.name,
+                    acknowledged=acknowledged,
+                    culprit=index if self._name_culprit else None,
+                )
+                error.reason = reason
+                raise error
+            self.received.append(envelope)
 
 
 __all__ = ["MemoryTarget"]

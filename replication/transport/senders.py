@@ -20,8 +20,15 @@ from azure.servicebus.exceptions import MessageSizeExceededError
 from patterns import Target
 from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError
-from replication.runtime import TargetSender, TaskRunner
-from replication.topology import EntityRef, NamespaceKind, NamespaceSpec, ResolvedTask, Topology
+from replication.runtime import RetryPolicy, TargetSender, TaskRunner
+from replication.topology import (
+    EntityRef,
+    NamespaceKind,
+    NamespaceSpec,
+    ResolvedTask,
+    Topology,
+    attempt_budget,
+)
 
 from .connections import event_hub_client, servicebus_client
 from .errors import translate
@@ -30,30 +37,34 @@ from .peek import ServiceBusPeeker
 from .servicebus import replica_ids, to_servicebus_message
 
 K = TypeVar("K")
+T = TypeVar("T")
 
 
-def group_in_order(
-    envelopes: Iterable[Envelope], key: Callable[[Envelope], K]
-) -> list[tuple[K, list[Envelope]]]:
-    """Envelopes grouped by ``key``; groups in first-seen order, members in input order."""
-    groups: dict[K, list[Envelope]] = {}
-    for envelope in envelopes:
-        groups.setdefault(key(envelope), []).append(envelope)
+def group_in_order(items: Iterable[T], key: Callable[[T], K]) -> list[tuple[K, list[T]]]:
+    """Items grouped by ``key``; groups in first-seen order, members in input order."""
+    groups: dict[K, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
     return list(groups.items())
 
 
-def _too_large(envelope: Envelope, target: str) -> PermanentForwardError:
+def _too_large(
+    envelope: Envelope, index: int, target: str, acknowledged: set[int]
+) -> PermanentForwardError:
     error = PermanentForwardError(
         f"message {envelope.message_id} ({envelope.size} bytes) exceeds the target's maximum "
         "message size",
         target=target,
+        acknowledged=frozenset(acknowledged),
+        culprit=index,
     )
     error.reason = "MessageSizeExceeded"
     return error
 
 
 def fill_batches(
-    items: Sequence[tuple[Envelope, Any]],
+    items: Sequence[tuple[int, Envelope, Any]],
+    acknowledged: set[int],
     *,
     new_batch: Callable[[], Any],
     add: Callable[[Any, Any], None],
@@ -63,25 +74,50 @@ def fill_batches(
 ) -> None:
     """Send SDK messages in as few size-limited batches as they fit, in order.
 
-    A message that does not fit even into an empty batch raises a permanent
-    ``MessageSizeExceeded`` error naming it; the runtime then dead-letters it alone.
+    ``items`` are (position in the caller's sequence, envelope, SDK message); the positions of
+    the messages of every batch the service accepted are added to ``acknowledged``. A message
+    that does not fit even into an empty batch raises a permanent ``MessageSizeExceeded`` error
+    naming it as the culprit, before anything after it is sent.
     """
     batch = new_batch()
-    for envelope, message in items:
+    members: list[int] = []
+    for index, envelope, message in items:
         try:
             add(batch, message)
+            members.append(index)
             continue
         except overflow:
-            if len(batch) == 0:
-                raise _too_large(envelope, label) from None
+            if not members:
+                raise _too_large(envelope, index, label, acknowledged) from None
         send(batch)
-        batch = new_batch()
+        acknowledged.update(members)
+        batch, members = new_batch(), []
         try:
             add(batch, message)
+            members.append(index)
         except overflow:
-            raise _too_large(envelope, label) from None
-    if len(batch):
+            raise _too_large(envelope, index, label, acknowledged) from None
+    if members:
         send(batch)
+        acknowledged.update(members)
+
+
+def _send_grouped(
+    envelopes: Sequence[Envelope],
+    key: Callable[[Envelope], object],
+    send_group: Callable[[object, list[tuple[int, Envelope]], set[int]], None],
+    label: str,
+) -> None:
+    """Send ``envelopes`` group by group; on failure raise the translated error with the
+    positions already acknowledged."""
+    acknowledged: set[int] = set()
+    try:
+        for group_key, group in group_in_order(enumerate(envelopes), lambda item: key(item[1])):
+            send_group(group_key, group, acknowledged)
+    except ForwardError:
+        raise
+    except Exception as error:
+        raise translate(error, target=label, acknowledged=frozenset(acknowledged)) from error
 
 
 class ServiceBusTargetSender:
@@ -94,17 +130,14 @@ class ServiceBusTargetSender:
 
     def send(self, envelopes: Sequence[Envelope]) -> None:
         with self._lock:
-            try:
-                for _, group in group_in_order(envelopes, lambda e: replica_ids(e)[1:]):
-                    self._send_group(group)
-            except ForwardError:
-                raise
-            except Exception as error:
-                raise translate(error, target=self._label) from error
+            _send_grouped(envelopes, lambda e: replica_ids(e)[1:], self._send_group, self._label)
 
-    def _send_group(self, group: list[Envelope]) -> None:
+    def _send_group(
+        self, _key: object, group: list[tuple[int, Envelope]], acknowledged: set[int]
+    ) -> None:
         fill_batches(
-            [(envelope, to_servicebus_message(envelope)) for envelope in group],
+            [(index, envelope, to_servicebus_message(envelope)) for index, envelope in group],
+            acknowledged,
             new_batch=self._sender.create_message_batch,
             add=lambda batch, message: batch.add_message(message),
             send=self._sender.send_messages,
@@ -126,18 +159,16 @@ class EventHubTargetSender:
 
     def send(self, envelopes: Sequence[Envelope]) -> None:
         with self._lock:
-            try:
-                for key, group in group_in_order(envelopes, lambda e: e.partition_key):
-                    self._send_group(key, group)
-            except ForwardError:
-                raise
-            except Exception as error:
-                raise translate(error, target=self._label) from error
+            _send_grouped(envelopes, lambda e: e.partition_key, self._send_group, self._label)
 
-    def _send_group(self, key: str | None, group: list[Envelope]) -> None:
+    def _send_group(
+        self, key: object, group: list[tuple[int, Envelope]], acknowledged: set[int]
+    ) -> None:
+        partition_key = key if isinstance(key, str) else None
         fill_batches(
-            [(envelope, to_event_data(envelope)) for envelope in group],
-            new_batch=lambda: self._producer.create_batch(partition_key=key),
+            [(index, envelope, to_event_data(envelope)) for index, envelope in group],
+            acknowledged,
+            new_batch=lambda: self._producer.create_batch(partition_key=partition_key),
             add=lambda batch, event: batch.add(event),
             send=self._producer.send_batch,
             # EventDataBatch.add reports "too large for the batch" as ValueError.
@@ -193,7 +224,8 @@ class SenderFactory:
         dead_letter = (
             _LazySender(self, Target(parking.namespace, parking.entity)) if parking else None
         )
-        return TaskRunner(task, senders, dead_letter)
+        retry = RetryPolicy.from_task(task, attempt_budget(self._topology, task.spec))
+        return TaskRunner(task, senders, dead_letter, retry=retry)
 
     def peeker(self, source: EntityRef) -> ServiceBusPeeker:
         """The (cached) peeker of a Service Bus source, for re-reading a trigger's batch."""

@@ -1,15 +1,18 @@
 """Run every task of a topology locally, the way the Functions host runs them in Azure.
 
-:class:`LocalHost` (behind ``python -m replication run --topology FILE``) starts one receive
-loop per task (see
-:mod:`replication.transport.receivers`) that feeds batches to the task's
-:class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function app
-uses. Connection settings are read from the environment exactly as in Azure (see
+:class:`LocalHost` (behind ``python -m replication run --topology FILE``) starts one supervised
+receive loop per task (see :mod:`replication.transport.receivers`) that feeds batches to the
+task's :class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function
+app uses. Connection settings are read from the environment exactly as in Azure (see
 :mod:`replication.transport.connections`), so pointing ``SB_WEU`` etc. at the local emulator's
-connection strings is all a local run needs. Event Hubs positions are checkpointed where
+connection strings is all a local run needs; a connection string that cannot be parsed stops
+the start with the setting's name. Event Hubs positions are checkpointed where
 ``AzureWebJobsStorage`` points (Azurite locally; see :mod:`replication.transport.checkpoints`).
-It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N
-seconds.
+
+No error stops a task for good: a lost connection, a restarted namespace, a message that
+cannot be read, a target that is down are retried with backoff, and a task that keeps failing
+is reported at ERROR and in :attr:`LocalHost.status` (``--until-idle`` then exits non-zero).
+It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N seconds.
 """
 
 from __future__ import annotations
@@ -19,16 +22,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
 
+from replication.task_status import TaskStatus
 from replication.topology import NamespaceKind, Topology
 from replication.transport.checkpoints import STORAGE_SETTING, checkpoint_store
+from replication.transport.connections import check_settings
 from replication.transport.receivers import (
-    ReceiveStats,
     run_event_hub_source,
     run_servicebus_source,
+    supervise,
 )
 from replication.transport.senders import SenderFactory
 
@@ -41,10 +45,16 @@ class LocalHost:
     def __init__(self, topology: Topology, environ: Mapping[str, str] | None = None) -> None:
         self.topology = topology
         self._environ = dict(os.environ if environ is None else environ)
+        check_settings(topology.namespaces, self._environ)
         self._factory = SenderFactory(topology, self._environ)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.stats: dict[str, ReceiveStats] = {}
+        self.status: dict[str, TaskStatus] = {}
+
+    @property
+    def stats(self) -> dict[str, TaskStatus]:
+        """Alias of :attr:`status` (earlier name)."""
+        return self.status
 
     def start(self) -> LocalHost:
         checkpoints = None
@@ -62,13 +72,32 @@ class LocalHost:
         for task in self.topology.tasks:
             runner = self._factory.runner(self.topology.resolved(task))
             namespace = self.topology.namespace(task.source.namespace)
-            loop: Any = run_servicebus_source
+            status = self.status[task.name] = TaskStatus()
+            loop: Callable[[], None]
             if namespace.kind is NamespaceKind.EVENTHUBS:
-                loop = functools.partial(run_event_hub_source, checkpoints=checkpoints)
-            stats = self.stats[task.name] = ReceiveStats()
+                loop = functools.partial(
+                    run_event_hub_source,
+                    namespace,
+                    task.source,
+                    runner,
+                    self._stop,
+                    status,
+                    environ=self._environ,
+                    checkpoints=checkpoints,
+                )
+            else:
+                loop = functools.partial(
+                    run_servicebus_source,
+                    namespace,
+                    task.source,
+                    runner,
+                    self._stop,
+                    status,
+                    environ=self._environ,
+                )
             thread = threading.Thread(
-                target=self._guard,
-                args=(task.name, loop, namespace, task.source, runner.run, stats),
+                target=supervise,
+                args=(task.name, loop, self._stop, status),
                 name=f"task-{task.name}",
                 daemon=True,
             )
@@ -76,14 +105,9 @@ class LocalHost:
             self._threads.append(thread)
         return self
 
-    def _guard(
-        self, name: str, loop: Any, namespace: Any, source: Any, handler: Any, stats: ReceiveStats
-    ) -> None:
-        # A receive loop that dies must be visible in the log, not take the process down.
-        try:
-            loop(namespace, source, handler, self._stop, stats, environ=self._environ)
-        except Exception:
-            logger.exception("task %s stopped with an error", name)
+    def failing(self) -> dict[str, TaskStatus]:
+        """The tasks whose last attempt failed (not making progress)."""
+        return {name: status for name, status in self.status.items() if status.failing}
 
     def wait_until_idle(self, idle_seconds: float, timeout: float, *, at_least: int = 0) -> bool:
         """Block until the tasks received ``at_least`` messages in all and then nothing more
@@ -91,8 +115,8 @@ class LocalHost:
         for quiet."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            last = max((s.last_activity for s in self.stats.values()), default=0.0)
-            received = sum(s.messages for s in self.stats.values())
+            last = max((s.last_activity for s in self.status.values()), default=0.0)
+            received = sum(s.messages for s in self.status.values())
             if received >= at_least and time.monotonic() - last >= idle_seconds:
                 return True
             time.sleep(0.2)

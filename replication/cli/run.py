@@ -1,8 +1,10 @@
 """``python -m replication run``: every task of the topology, locally, with the SDKs.
 
 It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N
-seconds, and prints per task how many messages and batches it handled. See
-:mod:`replication.local_host` for what it runs and which settings it reads.
+seconds, and prints per task how many messages and batches it handled. It exits with
+``UNAVAILABLE`` (3) when a task was failing at the end (it could not reach its source or its
+targets, or its last batch failed), so that a script notices. See :mod:`replication.local_host`
+for what it runs and which settings it reads.
 """
 
 from __future__ import annotations
@@ -44,9 +46,16 @@ def run(args: argparse.Namespace) -> int:
                 threading.Event().wait()
         except KeyboardInterrupt:
             pass
-    for name, stats in host.stats.items():
-        print(
-            f"  {name}: {stats.messages} messages in {stats.batches} batches, "
-            f"{stats.failures} failed batches"
+    for name, status in host.status.items():
+        line = (
+            f"  {name}: {status.messages} messages in {status.batches} batches, "
+            f"{status.parked} parked, {status.failures} failures"
         )
+        if status.failing:
+            line += f"; FAILING: {status.last_error}"
+        print(line)
+    failing = host.failing()
+    if failing:
+        print(f"{len(failing)} task(s) not making progress: {', '.join(failing)}")
+        return ExitCode.UNAVAILABLE
     return ExitCode.OK

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from azure.core.credentials import TokenCredential
@@ -27,7 +27,7 @@ from azure.eventhub import EventHubConsumerClient, EventHubProducerClient
 from azure.servicebus import ServiceBusClient
 
 from replication.exceptions import ConfigurationError
-from replication.topology import NamespaceSpec
+from replication.topology import NamespaceKind, NamespaceSpec
 
 KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
 
@@ -110,6 +110,32 @@ def resolve_access(
     )
 
 
+def check_settings(namespaces: Iterable[NamespaceSpec], environ: Mapping[str, str]) -> None:
+    """Fail at start, naming the setting, when a namespace's connection string cannot be parsed.
+
+    The SDKs' own parsers judge the string (no connection is opened); the message never repeats
+    the string, which holds a key. Identity-based connections need nothing here: a missing
+    permission shows when the first receive or send is tried, and is retried like an outage.
+    """
+    for namespace in namespaces:
+        connection_string = environ.get(namespace.connection)
+        if not connection_string:
+            continue
+        try:
+            if namespace.kind is NamespaceKind.EVENTHUBS:
+                EventHubProducerClient.from_connection_string(
+                    connection_string, eventhub_name="check"
+                ).close()
+            else:
+                ServiceBusClient.from_connection_string(connection_string).close()
+        except (ValueError, TypeError, KeyError) as error:
+            raise ConfigurationError(
+                f"not a valid {namespace.kind.value} connection string "
+                f"for namespace '{namespace.name}': {error}",
+                source=f"app setting {namespace.connection}",
+            ) from None
+
+
 def servicebus_client(
     namespace: NamespaceSpec, environ: Mapping[str, str] | None = None
 ) -> ServiceBusClient:
@@ -144,6 +170,7 @@ __all__ = [
     "KEY_VAULT_URI_SETTING",
     "MANAGED_IDENTITY",
     "NamespaceAccess",
+    "check_settings",
     "event_hub_client",
     "prefixed_credential",
     "resolve_access",

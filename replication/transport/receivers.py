@@ -2,37 +2,50 @@
 
 In Azure the Functions host reads the source entities and calls the task's function with a
 batch. Locally, where the Functions Core Tools may not be available, these loops do the same
-with the SDKs, with the host's semantics:
+with the SDKs, with the host's semantics, and never give up:
 
-- Service Bus (PEEK_LOCK): a batch is completed when the runner returns; when it raises, every
-  message of the batch is abandoned, so the broker redelivers it and ``maxDeliveryCount``
-  eventually dead-letters it. A message whose body cannot be converted is dead-lettered at once
-  with the converter's reason (that is what the host does with messages it cannot bind).
-- Event Hubs: batches per partition; the in-memory position advances only after the runner
-  returned, and a failing batch is retried with exponential backoff (5 s to 5 min), like the
-  retry policy of the Functions trigger. Positions are checkpointed in blob storage when the
-  ``AzureWebJobsStorage`` setting names an account (Azurite locally; see
-  :mod:`replication.transport.checkpoints`); without it a restarted run starts from the
-  beginning of every partition.
+- Service Bus (PEEK_LOCK, no prefetch): a batch is completed when the runner returns; when it
+  raises, every message of the batch is abandoned, so the broker redelivers it in order. Locks
+  are renewed while the batch is in flight (``AutoLockRenewer``), as the Functions host does
+  for single messages, so a slow send does not lose them. A message whose body or properties
+  cannot be read is dead-lettered in the source at once with the converter's reason. A
+  settlement that fails (a lock lost anyway) is logged: the broker redelivers that message and
+  the runner's ledger or the target's duplicate detection drops the copy.
+- Event Hubs: one consumer per partition, each in its own thread, so a partition that cannot
+  make progress never holds back another. The position advances only after the runner
+  returned; a failing batch is retried with exponential backoff (5 s to 5 min), like the
+  retry policy of the Functions trigger. An event that cannot be read is parked through the
+  runner (an event hub has no dead-letter queue) and the position moves past it. Positions
+  are checkpointed in blob storage when the ``AzureWebJobsStorage`` setting names an account
+  (Azurite locally; see :mod:`replication.transport.checkpoints`); without it a restarted run
+  starts from the beginning of every partition.
+
+Every loop runs under :func:`supervise`: whatever the broker or a message does to it (a
+namespace restart, a dropped connection, an error inside the SDK), it reconnects with backoff
+and reports the failure in the task's :class:`~replication.task_status.TaskStatus`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 from azure.servicebus import (
+    AutoLockRenewer,
     ServiceBusClient,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
     ServiceBusSubQueue,
 )
+from azure.servicebus.exceptions import ServiceBusError
 
+from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
+from replication.runtime import BatchOutcome, TaskRunner
+from replication.task_status import TaskStatus, describe
 from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import event_hub_client, servicebus_client
@@ -41,51 +54,81 @@ from .servicebus import envelope_from_received
 
 logger = logging.getLogger(__name__)
 
-BatchHandler = Callable[[Sequence[Envelope]], object]
-
 RETRY_MIN_SECONDS = 5.0
 RETRY_MAX_SECONDS = 300.0
+RECONNECT_MIN_SECONDS = 1.0
+RECONNECT_MAX_SECONDS = 60.0
+LOUD_AFTER_FAILURES = 3
+"""Failures in a row after which a task is reported at ERROR: it is not making progress."""
 
 
-class ReceiveStats:
-    """Counters a local run prints and tests read; updated under a lock."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.batches = 0
-        self.messages = 0
-        self.failures = 0
-        self.last_activity = time.monotonic()
-
-    def record(self, messages: int, *, failed: bool = False) -> None:
-        with self._lock:
-            self.batches += 1
-            self.messages += messages
-            self.failures += int(failed)
-            self.last_activity = time.monotonic()
+def supervise(
+    name: str,
+    loop: Callable[[], None],
+    stop: threading.Event,
+    status: TaskStatus,
+    *,
+    min_delay: float = RECONNECT_MIN_SECONDS,
+    max_delay: float = RECONNECT_MAX_SECONDS,
+) -> None:
+    """Run ``loop`` until ``stop`` is set, restarting it with backoff whenever it fails."""
+    delay = min_delay
+    while not stop.is_set():
+        try:
+            loop()
+            delay = min_delay
+        except Exception as error:
+            failures = status.record_failure(error, restart=True)
+            level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
+            logger.log(
+                level,
+                "%s: receive loop failed (%d in a row), reconnecting in %.0f s: %s",
+                name,
+                failures,
+                delay,
+                describe(error),
+            )
+            logger.debug("%s: receive loop failure", name, exc_info=True)
+            stop.wait(delay)
+            delay = min(delay * 2, max_delay)
 
 
 def run_servicebus_source(
     namespace: NamespaceSpec,
     source: EntityRef,
-    handler: BatchHandler,
+    runner: TaskRunner,
     stop: threading.Event,
-    stats: ReceiveStats,
+    status: TaskStatus,
     *,
     environ: Mapping[str, str] | None = None,
     max_batch_size: int = 100,
+    lock_renewal_seconds: float = 600.0,
 ) -> None:
-    """Receive batches from a queue, subscription or their DLQ until ``stop`` is set."""
+    """Receive batches from a queue, subscription or their DLQ until ``stop`` is set (raises
+    when the connection fails; :func:`supervise` restarts it)."""
     sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
-    with servicebus_client(namespace, environ) as client:
-        receiver = _receiver(client, source.entity, source.subscription, sub_queue, wait=1)
-        with receiver:
-            while not stop.is_set():
-                messages = receiver.receive_messages(
-                    max_message_count=max_batch_size, max_wait_time=1
-                )
-                if messages:
-                    _handle_servicebus_batch(receiver, messages, handler, stats)
+    renewer = AutoLockRenewer(max_lock_renewal_duration=lock_renewal_seconds)
+    try:
+        with servicebus_client(namespace, environ) as client:
+            receiver = _receiver(
+                client,
+                source.entity,
+                source.subscription,
+                sub_queue,
+                wait=1,
+                renewer=renewer,
+            )
+            with receiver:
+                while not stop.is_set():
+                    messages = receiver.receive_messages(
+                        max_message_count=max_batch_size, max_wait_time=1
+                    )
+                    if not messages:
+                        status.touch()  # connected, and nothing is failing over and over
+                    else:
+                        _handle_servicebus_batch(receiver, messages, runner, status)
+    finally:
+        renewer.close()
 
 
 def _receiver(
@@ -95,61 +138,160 @@ def _receiver(
     sub_queue: ServiceBusSubQueue | None = None,
     *,
     wait: float,
+    renewer: AutoLockRenewer | None = None,
 ) -> ServiceBusReceiver:
     """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named."""
     if subscription is not None:
         return client.get_subscription_receiver(
-            entity, subscription, sub_queue=sub_queue, max_wait_time=wait
+            entity,
+            subscription,
+            sub_queue=sub_queue,
+            max_wait_time=wait,
+            auto_lock_renewer=renewer,
+            prefetch_count=0,
         )
-    return client.get_queue_receiver(entity, sub_queue=sub_queue, max_wait_time=wait)
+    return client.get_queue_receiver(
+        entity, sub_queue=sub_queue, max_wait_time=wait, auto_lock_renewer=renewer, prefetch_count=0
+    )
 
 
 def _handle_servicebus_batch(
-    receiver: object,
+    receiver: ServiceBusReceiver,
     messages: list[ServiceBusReceivedMessage],
-    handler: BatchHandler,
-    stats: ReceiveStats,
+    runner: TaskRunner,
+    status: TaskStatus,
 ) -> None:
     envelopes: list[Envelope] = []
     accepted: list[ServiceBusReceivedMessage] = []
+    rejected = 0
     for message in messages:
         try:
             envelopes.append(envelope_from_received(message))
             accepted.append(message)
         except MessageRejectedError as error:
-            logger.warning("dead-lettering message %s: %s", message.message_id, error)
-            receiver.dead_letter_message(  # type: ignore[attr-defined]
-                message, reason=error.reason, error_description=str(error)[:1024]
-            )
+            rejected += 1
+            logger.warning("dead-lettering a message that cannot be read: %s", error)
+            _settle(receiver.dead_letter_message, message, error.reason, str(error)[:1024])
     try:
-        handler(envelopes)
+        outcome = runner.run(envelopes)
     except ReplicationError as error:
-        logger.warning("batch of %d failed, abandoning for redelivery: %s", len(accepted), error)
+        failures = status.record_failure(error)
+        level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
+        logger.log(
+            level,
+            "%s: batch of %d failed (%d in a row), abandoning for redelivery: %s",
+            runner.task.name,
+            len(accepted),
+            failures,
+            describe(error),
+        )
         for message in accepted:
-            receiver.abandon_message(message)  # type: ignore[attr-defined]
-        stats.record(len(accepted), failed=True)
+            _settle(receiver.abandon_message, message)
         return
+    except Exception:
+        for message in accepted:
+            _settle(receiver.abandon_message, message)
+        raise
     for message in accepted:
-        receiver.complete_message(message)  # type: ignore[attr-defined]
-    stats.record(len(accepted))
+        _settle(receiver.complete_message, message)
+    status.record(len(accepted) + rejected, parked=len(outcome.dead_lettered) + rejected)
+    _log_outcome(runner, outcome)
+
+
+def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *args: str) -> None:
+    """Complete, abandon or dead-letter; a failure (lock lost, connection dropped) leaves the
+    message to the broker, which redelivers it when its lock expires."""
+    try:
+        if args:
+            action(message, reason=args[0], error_description=args[1])
+        else:
+            action(message)
+    except (ServiceBusError, ValueError) as error:
+        logger.warning(
+            "cannot settle message %s (the broker redelivers it): %s",
+            message.sequence_number,
+            describe(error),
+        )
+
+
+def _log_outcome(runner: TaskRunner, outcome: BatchOutcome) -> None:
+    logger.info(
+        "%s: %d received, %d forwarded, %d skipped, %d parked",
+        runner.task.name,
+        outcome.received,
+        outcome.forwarded,
+        outcome.skipped,
+        len(outcome.dead_lettered),
+    )
 
 
 def run_event_hub_source(
     namespace: NamespaceSpec,
     source: EntityRef,
-    handler: BatchHandler,
+    runner: TaskRunner,
     stop: threading.Event,
-    stats: ReceiveStats,
+    status: TaskStatus,
     *,
     environ: Mapping[str, str] | None = None,
     max_batch_size: int = 100,
     checkpoints: CheckpointStore | None = None,
 ) -> None:
-    """Receive batches from every partition of an event hub until ``stop`` is set.
+    """Receive batches from every partition of an event hub until ``stop`` is set, one
+    supervised consumer thread per partition.
 
-    With ``checkpoints``, each partition's position is saved after every batch the handler
+    With ``checkpoints``, each partition's position is saved after every batch the runner
     accepted and a restart resumes there; without, every start reads from the beginning.
     """
+    with event_hub_client(
+        EventHubConsumerClient,
+        namespace,
+        source.entity,
+        environ,
+        consumer_group=source.consumer_group or "$Default",
+    ) as probe:
+        partitions = probe.get_partition_ids()
+    threads = [
+        threading.Thread(
+            target=supervise,
+            args=(
+                f"{runner.task.name} partition {partition}",
+                lambda partition=partition: _run_partition(
+                    namespace,
+                    source,
+                    partition,
+                    runner,
+                    stop,
+                    status,
+                    environ=environ,
+                    max_batch_size=max_batch_size,
+                    checkpoints=checkpoints,
+                ),
+                stop,
+                status,
+            ),
+            name=f"{runner.task.name}-p{partition}",
+            daemon=True,
+        )
+        for partition in partitions
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _run_partition(
+    namespace: NamespaceSpec,
+    source: EntityRef,
+    partition: str,
+    runner: TaskRunner,
+    stop: threading.Event,
+    status: TaskStatus,
+    *,
+    environ: Mapping[str, str] | None,
+    max_batch_size: int,
+    checkpoints: CheckpointStore | None,
+) -> None:
     consumer = event_hub_client(
         EventHubConsumerClient,
         namespace,
@@ -157,42 +299,24 @@ def run_event_hub_source(
         environ,
         consumer_group=source.consumer_group or "$Default",
         checkpoint_store=checkpoints,
-        # Claim every partition at once: one local host owns them all, and the balanced
-        # strategy would take one partition per 30 s cycle.
-        load_balancing_strategy="greedy",
-        load_balancing_interval=5,
     )
+    failure: list[BaseException] = []
 
     def on_batch(context: PartitionContext, events: list[EventData]) -> None:
         if not events:
-            return
-        envelopes = [
-            envelope_from_event(event, context.partition_id, source=source.entity_path)
-            for event in events
-        ]
-        delay = RETRY_MIN_SECONDS
-        while not stop.is_set():
-            try:
-                handler(envelopes)
-                if checkpoints is not None:
-                    context.update_checkpoint(events[-1])
-                stats.record(len(envelopes))
-                return
-            except ReplicationError as error:
-                stats.record(0, failed=True)
-                logger.warning(
-                    "partition %s: batch failed, retry in %.0f s: %s",
-                    context.partition_id,
-                    delay,
-                    error,
-                )
-                stop.wait(delay)
-                delay = min(delay * 2, RETRY_MAX_SECONDS)
+            status.touch()
+        else:
+            _handle_event_batch(context, events, source, runner, stop, status, checkpoints)
+
+    def on_error(_context: PartitionContext | None, error: Exception) -> None:
+        failure.append(error)
 
     worker = threading.Thread(
         target=consumer.receive_batch,
         kwargs={
             "on_event_batch": on_batch,
+            "on_error": on_error,
+            "partition_id": partition,
             "max_batch_size": max_batch_size,
             "max_wait_time": 1,
             "starting_position": "-1",
@@ -200,9 +324,83 @@ def run_event_hub_source(
         daemon=True,
     )
     worker.start()
-    stop.wait()
-    consumer.close()
-    worker.join(timeout=10)
+    try:
+        while not stop.wait(1):
+            if failure:
+                raise failure.pop()
+            if not worker.is_alive():
+                raise ConnectionError(f"partition {partition}: the consumer stopped")
+    finally:
+        consumer.close()
+        worker.join(timeout=10)
+
+
+def _handle_event_batch(
+    context: PartitionContext,
+    events: list[EventData],
+    source: EntityRef,
+    runner: TaskRunner,
+    stop: threading.Event,
+    status: TaskStatus,
+    checkpoints: CheckpointStore | None,
+) -> None:
+    envelopes: list[Envelope] = []
+    unreadable: list[DeadLetter] = []
+    for event in events:
+        try:
+            envelopes.append(
+                envelope_from_event(event, context.partition_id, source=source.entity_path)
+            )
+        except Exception as error:  # whatever the event holds, it must not block the partition
+            unreadable.append(
+                DeadLetter(
+                    _raw_envelope(event, context.partition_id, source.entity_path),
+                    getattr(error, "reason", "UnreadableEvent"),
+                    describe(error),
+                )
+            )
+    delay = RETRY_MIN_SECONDS
+    while not stop.is_set():
+        try:
+            if unreadable:
+                runner.park(unreadable)
+                unreadable = []
+            outcome = runner.run(envelopes)
+        except Exception as error:
+            failures = status.record_failure(error)
+            level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
+            logger.log(
+                level,
+                "%s: partition %s: batch failed (%d in a row), retry in %.0f s: %s",
+                runner.task.name,
+                context.partition_id,
+                failures,
+                delay,
+                describe(error),
+            )
+            stop.wait(delay)
+            delay = min(delay * 2, RETRY_MAX_SECONDS)
+            continue
+        if checkpoints is not None:
+            context.update_checkpoint(events[-1])
+        parked = len(outcome.dead_lettered) + len(events) - len(envelopes)
+        status.record(len(events), parked=parked)
+        _log_outcome(runner, outcome)
+        return
+
+
+def _raw_envelope(event: EventData, partition: str | None, source: str) -> Envelope:
+    """What can be kept of an event that cannot be converted: its body bytes and position."""
+    try:
+        body = b"".join(event.raw_amqp_message.body) if event.body_type.value == "data" else b""
+    except Exception:
+        body = b""
+    return Envelope(
+        body=body,
+        sequence_number=event.sequence_number,
+        partition_id=partition,
+        source=source,
+    )
 
 
 def drain_servicebus(
@@ -227,4 +425,9 @@ def drain_servicebus(
     return drained
 
 
-__all__ = ["ReceiveStats", "drain_servicebus", "run_event_hub_source", "run_servicebus_source"]
+__all__ = [
+    "drain_servicebus",
+    "run_event_hub_source",
+    "run_servicebus_source",
+    "supervise",
+]

@@ -32,6 +32,7 @@ BOTTOM = (
     "replication.properties",
     "replication.rules",
     "replication.sql",
+    "replication.task_status",
     "replication.values",
 )
 ALLOWED: dict[str, tuple[str, ...]] = {

@@ -137,14 +137,15 @@ def check_settings(namespaces: Iterable[NamespaceSpec], environ: Mapping[str, st
 
 
 def servicebus_client(
-    namespace: NamespaceSpec, environ: Mapping[str, str] | None = None
+    namespace: NamespaceSpec, environ: Mapping[str, str] | None = None, **options: Any
 ) -> ServiceBusClient:
-    """A Service Bus client for ``namespace`` (connection string or identity)."""
+    """A Service Bus client for ``namespace`` (connection string or identity); ``options``
+    are the SDK client's keyword options (retries, for instance)."""
     access = resolve_access(namespace, environ)
     if access.connection_string:
-        return ServiceBusClient.from_connection_string(access.connection_string)
+        return ServiceBusClient.from_connection_string(access.connection_string, **options)
     host, credential = access.token_access()
-    return ServiceBusClient(host, credential)
+    return ServiceBusClient(host, credential, **options)
 
 
 def event_hub_client(

@@ -6,7 +6,7 @@ with the SDKs, with the host's semantics, and never give up:
 
 - Service Bus (PEEK_LOCK, no prefetch): a batch is completed when the runner returns; when it
   raises, every message of the batch is abandoned, so the broker redelivers it in order. Locks
-  are renewed while the batch is in flight (``AutoLockRenewer``), as the Functions host does
+  are renewed while the batch is in flight (:class:`LockKeeper`), as the Functions host does
   for single messages, so a slow send does not lose them. A message whose body or properties
   cannot be read is dead-lettered in the source at once with the converter's reason. A
   settlement that fails (a lock lost anyway) is logged: the broker redelivers that message and
@@ -27,13 +27,15 @@ and reports the failure in the task's :class:`~replication.task_status.TaskStatu
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 from azure.servicebus import (
-    AutoLockRenewer,
     ServiceBusClient,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
@@ -107,28 +109,81 @@ def run_servicebus_source(
     """Receive batches from a queue, subscription or their DLQ until ``stop`` is set (raises
     when the connection fails; :func:`supervise` restarts it)."""
     sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
-    renewer = AutoLockRenewer(max_lock_renewal_duration=lock_renewal_seconds)
-    try:
-        with servicebus_client(namespace, environ) as client:
-            receiver = _receiver(
-                client,
-                source.entity,
-                source.subscription,
-                sub_queue,
-                wait=1,
-                renewer=renewer,
-            )
-            with receiver:
-                while not stop.is_set():
-                    messages = receiver.receive_messages(
-                        max_message_count=max_batch_size, max_wait_time=1
+    with servicebus_client(namespace, environ) as client:
+        receiver = _receiver(client, source.entity, source.subscription, sub_queue, wait=1)
+        with receiver:
+            while not stop.is_set():
+                messages = receiver.receive_messages(
+                    max_message_count=max_batch_size, max_wait_time=1
+                )
+                if not messages:
+                    status.touch()  # connected, and nothing is failing over and over
+                    continue
+                with LockKeeper(receiver, messages, limit=lock_renewal_seconds):
+                    outcome = _run_servicebus_batch(receiver, messages, runner, status)
+                _settle_batch(receiver, outcome, runner, status)
+
+
+class LockKeeper:
+    """Renews the locks of a batch's messages while the batch is in flight.
+
+    The SDK's ``AutoLockRenewer`` renews every message from its own pool of threads at once;
+    this renews them one after the other from one thread, before half of the shortest
+    remaining lock has passed, and stops before the batch is settled, so the receiver is never
+    used by two threads at a time (the runner does not touch it while it sends). A renewal that
+    fails is logged; the message is then redelivered after its lock expires and the copy is
+    dropped by the runner's ledger or the target's duplicate detection.
+    """
+
+    def __init__(
+        self,
+        receiver: ServiceBusReceiver,
+        messages: Sequence[ServiceBusReceivedMessage],
+        *,
+        limit: float,
+    ) -> None:
+        self._receiver = receiver
+        self._messages = list(messages)
+        self._limit = limit
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="lock-keeper", daemon=True)
+
+    def __enter__(self) -> LockKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _renew(self) -> None:
+        started = time.monotonic()
+        while not self._done.wait(self._next_renewal()):
+            if time.monotonic() - started > self._limit:
+                return
+            for message in self._messages:
+                if self._done.is_set():
+                    return
+                try:
+                    self._receiver.renew_message_lock(message)
+                except (ServiceBusError, ValueError) as error:
+                    logger.warning(
+                        "cannot renew the lock of message %s: %s",
+                        message.sequence_number,
+                        describe(error),
                     )
-                    if not messages:
-                        status.touch()  # connected, and nothing is failing over and over
-                    else:
-                        _handle_servicebus_batch(receiver, messages, runner, status)
-    finally:
-        renewer.close()
+
+    def _next_renewal(self) -> float:
+        now = datetime.now(UTC)
+        remaining = min(
+            (
+                (m.locked_until_utc - now).total_seconds()
+                for m in self._messages
+                if m.locked_until_utc
+            ),
+            default=60.0,
+        )
+        return max(0.2, remaining / 2)
 
 
 def _receiver(
@@ -138,7 +193,6 @@ def _receiver(
     sub_queue: ServiceBusSubQueue | None = None,
     *,
     wait: float,
-    renewer: AutoLockRenewer | None = None,
 ) -> ServiceBusReceiver:
     """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named."""
     if subscription is not None:
@@ -147,55 +201,75 @@ def _receiver(
             subscription,
             sub_queue=sub_queue,
             max_wait_time=wait,
-            auto_lock_renewer=renewer,
             prefetch_count=0,
         )
     return client.get_queue_receiver(
-        entity, sub_queue=sub_queue, max_wait_time=wait, auto_lock_renewer=renewer, prefetch_count=0
+        entity, sub_queue=sub_queue, max_wait_time=wait, prefetch_count=0
     )
 
 
-def _handle_servicebus_batch(
+@dataclasses.dataclass
+class _ServiceBusBatch:
+    """A received batch after the runner: what to complete, abandon or dead-letter."""
+
+    accepted: list[ServiceBusReceivedMessage]
+    unreadable: list[tuple[ServiceBusReceivedMessage, MessageRejectedError]]
+    outcome: BatchOutcome | None
+    error: ReplicationError | None = None
+
+
+def _run_servicebus_batch(
     receiver: ServiceBusReceiver,
     messages: list[ServiceBusReceivedMessage],
     runner: TaskRunner,
     status: TaskStatus,
-) -> None:
+) -> _ServiceBusBatch:
     envelopes: list[Envelope] = []
-    accepted: list[ServiceBusReceivedMessage] = []
-    rejected = 0
+    batch = _ServiceBusBatch([], [], None)
     for message in messages:
         try:
             envelopes.append(envelope_from_received(message))
-            accepted.append(message)
+            batch.accepted.append(message)
         except MessageRejectedError as error:
-            rejected += 1
-            logger.warning("dead-lettering a message that cannot be read: %s", error)
-            _settle(receiver.dead_letter_message, message, error.reason, str(error)[:1024])
+            batch.unreadable.append((message, error))
     try:
-        outcome = runner.run(envelopes)
+        batch.outcome = runner.run(envelopes)
     except ReplicationError as error:
-        failures = status.record_failure(error)
+        batch.error = error
+    except Exception:
+        for message in batch.accepted:
+            _settle(receiver.abandon_message, message)
+        raise
+    return batch
+
+
+def _settle_batch(
+    receiver: ServiceBusReceiver, batch: _ServiceBusBatch, runner: TaskRunner, status: TaskStatus
+) -> None:
+    for message, rejection in batch.unreadable:
+        logger.warning("dead-lettering a message that cannot be read: %s", rejection)
+        _settle(receiver.dead_letter_message, message, rejection.reason, str(rejection)[:1024])
+    if batch.error is not None or batch.outcome is None:
+        failures = status.record_failure(batch.error or "no outcome")
         level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
         logger.log(
             level,
             "%s: batch of %d failed (%d in a row), abandoning for redelivery: %s",
             runner.task.name,
-            len(accepted),
+            len(batch.accepted),
             failures,
-            describe(error),
+            describe(batch.error) if batch.error else "no outcome",
         )
-        for message in accepted:
+        for message in batch.accepted:
             _settle(receiver.abandon_message, message)
         return
-    except Exception:
-        for message in accepted:
-            _settle(receiver.abandon_message, message)
-        raise
-    for message in accepted:
+    for message in batch.accepted:
         _settle(receiver.complete_message, message)
-    status.record(len(accepted) + rejected, parked=len(outcome.dead_lettered) + rejected)
-    _log_outcome(runner, outcome)
+    unreadable = len(batch.unreadable)
+    status.record(
+        len(batch.accepted) + unreadable, parked=len(batch.outcome.dead_lettered) + unreadable
+    )
+    _log_outcome(runner, batch.outcome)
 
 
 def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *args: str) -> None:

@@ -191,6 +191,13 @@ class _LazySender:
         self._factory.sender(self._target.namespace, self._target.entity).send(envelopes)
 
 
+SENDER_RETRIES: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.5}
+"""SDK retry options of the sending clients: one quick retry inside the SDK (a dropped
+connection is re-opened at once); longer outages are ridden out by the runner, whose backoff
+stays within the invocation's budget. The SDK's default (3 retries, backoff from 0.8 s) can
+spend longer than that budget on a single send to a namespace that is down."""
+
+
 class SenderFactory:
     """Builds and caches one client per namespace and one sender per target entity."""
 
@@ -247,14 +254,16 @@ class SenderFactory:
     def _servicebus_client(self, namespace: NamespaceSpec) -> ServiceBusClient:
         client = self._servicebus_clients.get(namespace.name)
         if client is None:
-            client = servicebus_client(namespace, self._environ)
+            client = servicebus_client(namespace, self._environ, **SENDER_RETRIES)
             self._servicebus_clients[namespace.name] = client
         return client
 
     def _create(self, namespace: NamespaceSpec, entity: str) -> Any:
         label = f"{namespace.name}/{entity}"
         if namespace.kind is NamespaceKind.EVENTHUBS:
-            producer = event_hub_client(EventHubProducerClient, namespace, entity, self._environ)
+            producer = event_hub_client(
+                EventHubProducerClient, namespace, entity, self._environ, **SENDER_RETRIES
+            )
             return EventHubTargetSender(producer, label=label)
         return ServiceBusTargetSender(self._servicebus_client(namespace), entity, label=label)
 

@@ -1,0 +1,338 @@
+"""The fault suite's tools: one emulator process per namespace, and ways to break things.
+
+Each namespace of a test topology is served by its own ``python -m emulator`` process on a
+fixed port with ``--data-dir``, so a test can kill it (SIGKILL: a crash), stop it (SIGTERM),
+freeze it (SIGSTOP: a namespace that accepts connections and answers nothing) and start it
+again on the same port with what it had persisted, while the replicator keeps running against
+the same connection strings. Every wait here is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+
+from replication.render.emulator_config import emulator_config
+from replication.topology import Topology, parse_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def eventually(
+    check: Callable[[], bool], *, timeout: float, interval: float = 0.25, what: str = "condition"
+) -> float:
+    """Poll ``check`` until it holds; returns the seconds it took (AssertionError on timeout)."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
+        time.sleep(interval)
+    return time.monotonic() - start
+
+
+class Node:
+    """One namespace served by its own emulator process on a fixed port."""
+
+    def __init__(self, name: str, document: dict[str, Any], workdir: Path) -> None:
+        self.name = name
+        self.port = free_port()
+        self.workdir = workdir / name
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path = self.workdir / "config.json"
+        self.config_path.write_text(json.dumps(document), encoding="utf-8")
+        self.log_path = self.workdir / "emulator.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def connection_string(self) -> str:
+        return (
+            f"Endpoint=sb://localhost:{self.port};SharedAccessKeyName=RootManageSharedAccessKey;"
+            "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
+        )
+
+    def start(self) -> None:
+        document = json.loads(self.config_path.read_text(encoding="utf-8"))
+        for section in ("Namespaces", "NamespaceConfig"):
+            for namespace in document["UserConfig"].get(section, []):
+                namespace["Port"] = self.port
+        self.config_path.write_text(json.dumps(document), encoding="utf-8")
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "emulator",
+                "--config",
+                str(self.config_path),
+                "--data-dir",
+                str(self.workdir / "data"),
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), 0.5),
+            ):
+                return
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                tail = self.log_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"emulator for {self.name} did not start:\n{tail}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL: the namespace crashes; what it persisted survives."""
+        self._signal(signal.SIGKILL)
+
+    def stop(self) -> None:
+        """SIGTERM: a clean shutdown (everything saved)."""
+        self._signal(signal.SIGTERM)
+
+    def pause(self) -> None:
+        """SIGSTOP: connections stay open and nothing answers (a hung namespace)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def _signal(self, kind: signal.Signals) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGCONT)
+        self.process.send_signal(kind)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class Cluster:
+    """Every namespace of a topology on its own emulator node, plus SDK helpers."""
+
+    def __init__(
+        self,
+        document: dict[str, Any],
+        workdir: Path,
+        *,
+        edit_config: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.document = document
+        self.topology: Topology = parse_topology(document)
+        self.topology_path = workdir / "topology.json"
+        self.topology_path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+        config = emulator_config(self.topology)["UserConfig"]
+        self.nodes: dict[str, Node] = {}
+        for namespace in config.get("Namespaces", []):
+            self._add(namespace["Name"], {"Namespaces": [namespace]}, workdir, edit_config)
+        for namespace in config.get("NamespaceConfig", []):
+            self._add(namespace["Name"], {"NamespaceConfig": [namespace]}, workdir, edit_config)
+
+    def _add(
+        self,
+        name: str,
+        section: dict[str, Any],
+        workdir: Path,
+        edit_config: Callable[[str, dict[str, Any]], None] | None,
+    ) -> None:
+        document = {"UserConfig": {**section, "Logging": {"Type": "Console"}}}
+        if edit_config is not None:
+            edit_config(name, document)
+        self.nodes[name] = Node(name, document, workdir)
+
+    def __enter__(self) -> Cluster:
+        for node in self.nodes.values():
+            node.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for node in self.nodes.values():
+            node.stop()
+
+    @property
+    def environ(self) -> dict[str, str]:
+        """The app settings a replicator needs: one connection string per namespace."""
+        return {
+            self.topology.namespace(name).connection: node.connection_string
+            for name, node in self.nodes.items()
+        }
+
+    def client(self, namespace: str) -> ServiceBusClient:
+        return ServiceBusClient.from_connection_string(self.nodes[namespace].connection_string)
+
+    def publish(self, namespace: str, topic: str, messages: Sequence[ServiceBusMessage]) -> None:
+        with self.client(namespace) as client, client.get_topic_sender(topic) as sender:
+            for start in range(0, len(messages), 50):
+                sender.send_messages(list(messages[start : start + 50]))
+
+    def drain(
+        self,
+        namespace: str,
+        entity: str,
+        subscription: str | None = None,
+        *,
+        dead_letter: bool = False,
+        idle: float = 1.5,
+    ) -> list[Any]:
+        """Receive and complete everything until ``idle`` seconds pass without a message."""
+        sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
+        received: list[Any] = []
+        with self.client(namespace) as client:
+            if subscription is None:
+                receiver = client.get_queue_receiver(entity, sub_queue=sub_queue)
+            else:
+                receiver = client.get_subscription_receiver(
+                    entity, subscription, sub_queue=sub_queue
+                )
+            with receiver:
+                while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle):
+                    for message in batch:
+                        received.append(message)
+                        receiver.complete_message(message)
+        return received
+
+    def count(self, namespace: str, topic: str, subscription: str) -> int:
+        """Messages waiting in a subscription (peeked, nothing settled)."""
+        total = 0
+        with (
+            self.client(namespace) as client,
+            client.get_subscription_receiver(topic, subscription) as receiver,
+        ):
+            sequence = 0
+            while batch := receiver.peek_messages(max_message_count=250, sequence_number=sequence):
+                total += len(batch)
+                sequence = (batch[-1].sequence_number or 0) + 1
+        return total
+
+
+def message_ids(messages: Sequence[Any]) -> Counter[str]:
+    return Counter(str(message.message_id) for message in messages)
+
+
+def topology_document(
+    namespaces: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    *,
+    lock: str = "PT5S",
+    max_delivery_count: int = 40,
+    tolerance: str = "PT2M",
+    duplicate_detection: bool = False,
+    premium: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Service Bus namespaces with a topic ``orders`` (a TrueFilter ``audit`` subscription that
+    shows what arrived) and a ``replication-parked`` queue; one all-active task per (source,
+    target) pair, reading its own subscription ``to-<target>`` with short locks."""
+    document: dict[str, Any] = {"namespaces": [], "tasks": []}
+    for name in namespaces:
+        outgoing = [target for source, target in pairs if source == name]
+        document["namespaces"].append(
+            {
+                "name": name,
+                "region": name,
+                "kind": "servicebus",
+                "sku": "Premium" if name in premium else "Standard",
+                "fullyQualifiedNamespace": f"{name}.servicebus.windows.net",
+                "connection": f"SB_{name.upper()}",
+                "queues": [{"name": "replication-parked"}],
+                "topics": [
+                    {
+                        "name": "orders",
+                        "requiresDuplicateDetection": duplicate_detection,
+                        "subscriptions": [
+                            {"name": "audit"},
+                            *(
+                                {
+                                    "name": f"to-{target}",
+                                    "lockDuration": lock,
+                                    "maxDeliveryCount": max_delivery_count,
+                                }
+                                for target in outgoing
+                            ),
+                        ],
+                    }
+                ],
+            }
+        )
+    for source, target in pairs:
+        document["tasks"].append(
+            {
+                "name": f"{source}-to-{target}",
+                "pattern": "all_active",
+                "source": {"namespace": source, "entity": "orders", "subscription": f"to-{target}"},
+                "targets": [{"namespace": target, "entity": "orders"}],
+                "deadLetterTarget": {"namespace": source, "entity": "replication-parked"},
+                "retry": {
+                    "minBackoff": "PT0.2S",
+                    "maxBackoff": "PT1S",
+                    "outageTolerance": tolerance,
+                },
+            }
+        )
+    return document
+
+
+def originals(prefix: str, count: int, *, size: int = 64) -> list[ServiceBusMessage]:
+    return [
+        ServiceBusMessage(b"x" * size, message_id=f"{prefix}-{i}", application_properties={"n": i})
+        for i in range(count)
+    ]
+
+
+def merged(*settings: Mapping[str, str]) -> dict[str, str]:
+    result: dict[str, str] = {"PATH": os.environ.get("PATH", "")}
+    for item in settings:
+        result.update(item)
+    return result
+
+
+@contextlib.contextmanager
+def replicator_process(cluster: Cluster, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m replication run`` as a user starts it, against the cluster."""
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "replication", "run", "--topology", str(cluster.topology_path)],
+            cwd=ROOT,
+            env=merged(os.environ, cluster.environ),
+            stdout=output,
+            stderr=output,
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

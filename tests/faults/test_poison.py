@@ -1,0 +1,217 @@
+"""Poison messages: each is parked with its reason, and its batch-mates are replicated once.
+
+Every case publishes good messages around the poison ones in the same batch and asserts the end
+state message by message: the good ones arrive exactly once (the target has no duplicate
+detection, so a re-send would show), the poison ones are in the parking queue with their
+``DeadLetterReason``, nothing is in the source's dead-letter queue, and the task is not left
+failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from azure.eventhub import EventData, EventHubProducerClient
+from azure.servicebus import ServiceBusMessage
+from azure.servicebus.exceptions import MessageSizeExceededError
+
+from replication.local_host import LocalHost
+from replication.properties import (
+    DEAD_LETTER_BODY_OMITTED,
+    DEAD_LETTER_REASON,
+    REPL_HOPS,
+    REPL_PATH,
+)
+
+from .harness import Cluster, eventually, message_ids, originals, topology_document
+
+
+def _largest_body(cluster: Cluster, namespace: str, properties: dict[str, Any]) -> int:
+    """The largest body a message with ``properties`` can have on ``namespace``'s topic (by
+    the SDK's own size check against the link's maximum message size)."""
+    low, high = 1, 1024 * 1024
+    with cluster.client(namespace) as client, client.get_topic_sender("orders") as sender:
+        while low < high:
+            size = (low + high + 1) // 2
+            batch = sender.create_message_batch()
+            message = ServiceBusMessage(
+                b"x" * size, message_id="probe", application_properties=properties
+            )
+            try:
+                batch.add_message(message)
+                low = size
+            except MessageSizeExceededError:
+                high = size - 1
+    return low
+
+
+def _parked(cluster: Cluster, namespace: str) -> dict[str, Any]:
+    return {str(m.message_id): m for m in cluster.drain(namespace, "replication-parked", idle=1)}
+
+
+def _replicate(cluster: Cluster, expected: int) -> None:
+    with LocalHost(cluster.topology, cluster.environ) as host:
+        assert host.wait_until_idle(idle_seconds=3, timeout=120, at_least=expected)
+        assert not host.failing()
+
+
+def test_messages_too_large_for_the_target_are_parked_alone(tmp_path: Path) -> None:
+    """The source is Premium (1 MB), the target Standard (256 KB): a 300 KB message is parked
+    in full in the source's parking queue; everything around it is replicated once."""
+    document = topology_document(["weu", "neu"], [("weu", "neu")], premium=["weu"])
+    with Cluster(document, tmp_path) as cluster:
+        messages = [
+            *originals("before", 20),
+            ServiceBusMessage(b"x" * 300_000, message_id="huge"),
+            *originals("after", 20),
+        ]
+        cluster.publish("weu", "orders", messages)
+        _replicate(cluster, 41)
+        copies = message_ids(cluster.drain("neu", "orders", "audit"))
+        parked = _parked(cluster, "weu")
+        assert cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1) == []
+    assert copies == {f"{p}-{i}": 1 for p in ("before", "after") for i in range(20)}
+    assert list(parked) == ["huge"]
+    assert (
+        parked["huge"].application_properties[DEAD_LETTER_REASON.encode()] == b"MessageSizeExceeded"
+    )
+    assert len(b"".join(parked["huge"].body)) == 300_000
+
+
+def test_a_parked_copy_too_large_for_the_parking_queue_is_parked_without_its_body(
+    tmp_path: Path,
+) -> None:
+    """Source and target are Standard. A message just under 256 KB fits its source, but its
+    replica (plus the replication properties) does not fit the target, and its parked copy
+    (plus the reason) does not fit the parking queue either: it is parked without its body,
+    with the body's size and SHA-256, and nothing else is held back."""
+    document = topology_document(["weu", "neu"], [("weu", "neu")])
+    with Cluster(document, tmp_path) as cluster:
+        size = _largest_body(cluster, "weu", {})
+        messages = [
+            *originals("before", 10),
+            ServiceBusMessage(b"y" * size, message_id="edge"),
+            *originals("after", 10),
+        ]
+        cluster.publish("weu", "orders", messages)
+        _replicate(cluster, 21)
+        copies = message_ids(cluster.drain("neu", "orders", "audit"))
+        parked = _parked(cluster, "weu")
+    assert copies == {f"{p}-{i}": 1 for p in ("before", "after") for i in range(10)}
+    assert list(parked) == ["edge"]
+    properties = parked["edge"].application_properties
+    assert properties[DEAD_LETTER_REASON.encode()] == b"MessageSizeExceeded"
+    assert properties[DEAD_LETTER_BODY_OMITTED.encode()].startswith(f"{size} bytes".encode())
+    assert b"".join(parked["edge"].body) == b""
+
+
+def test_malformed_replication_properties_are_parked_and_odd_bodies_replicated(
+    tmp_path: Path,
+) -> None:
+    document = topology_document(["weu", "neu"], [("weu", "neu")])
+    poison = {
+        "bad-path-type": {REPL_PATH: 42},
+        "bad-path-empty": {REPL_PATH: "weu;;neu"},
+        "bad-hops": {REPL_HOPS: "many", REPL_PATH: "eus"},
+    }
+    odd = {
+        "not-utf8": ServiceBusMessage(b"\xff\xfe\x00\x80 not text", message_id="not-utf8"),
+        "empty": ServiceBusMessage(b"", message_id="empty"),
+        "many-properties": ServiceBusMessage(
+            b"{}",
+            message_id="many-properties",
+            application_properties={f"p{i}": "v" * 20 for i in range(1000)},
+        ),
+    }
+    with Cluster(document, tmp_path) as cluster:
+        messages: Sequence[ServiceBusMessage] = [
+            *originals("good", 10),
+            *(
+                ServiceBusMessage(b"{}", message_id=name, application_properties=properties)
+                for name, properties in poison.items()
+            ),
+            *odd.values(),
+        ]
+        cluster.publish("weu", "orders", messages)
+        _replicate(cluster, len(messages))
+        replicas = {str(m.message_id): m for m in cluster.drain("neu", "orders", "audit")}
+        parked = _parked(cluster, "weu")
+        assert cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1) == []
+    assert set(replicas) == {f"good-{i}" for i in range(10)} | set(odd)
+    assert b"".join(replicas["not-utf8"].body) == b"\xff\xfe\x00\x80 not text"
+    assert len(replicas["many-properties"].application_properties) >= 1000
+    assert set(parked) == set(poison)
+    for message in parked.values():
+        reason = message.application_properties[DEAD_LETTER_REASON.encode()]
+        assert reason == b"MalformedReplicationProperty"
+
+
+EVENT_HUB_TOPOLOGY: dict[str, Any] = {
+    "namespaces": [
+        {
+            "name": "ingest",
+            "region": "westeurope",
+            "kind": "eventhubs",
+            "fullyQualifiedNamespace": "ingest.servicebus.windows.net",
+            "connection": "EH_INGEST",
+            "eventHubs": [{"name": "devices", "partitionCount": 2}],
+        },
+        {
+            "name": "weu",
+            "region": "westeurope",
+            "kind": "servicebus",
+            "fullyQualifiedNamespace": "weu.servicebus.windows.net",
+            "connection": "SB_WEU",
+            "queues": [{"name": "device-events"}, {"name": "replication-parked"}],
+        },
+    ],
+    "tasks": [
+        {
+            "name": "devices-to-queue",
+            "pattern": "stream_to_queue",
+            "source": {"namespace": "ingest", "entity": "devices", "consumerGroup": "replication"},
+            "targets": [{"namespace": "weu", "entity": "device-events"}],
+            "deadLetterTarget": {"namespace": "weu", "entity": "replication-parked"},
+            "retry": {"minBackoff": "PT0.2S", "maxBackoff": "PT1S"},
+        }
+    ],
+}
+
+
+def test_an_event_too_large_for_its_queue_is_parked_and_no_partition_is_blocked(
+    tmp_path: Path,
+) -> None:
+    with Cluster(EVENT_HUB_TOPOLOGY, tmp_path) as cluster:
+        connection = cluster.nodes["ingest"].connection_string
+        with EventHubProducerClient.from_connection_string(
+            connection, eventhub_name="devices"
+        ) as producer:
+            for partition in ("0", "1"):
+                batch = producer.create_batch(partition_id=partition)
+                for i in range(10):
+                    batch.add(_event(f"p{partition}-before-{i}", b"{}"))
+                producer.send_batch(batch)
+            big = producer.create_batch(partition_id="0")
+            big.add(_event("huge", b"z" * 255_000))
+            producer.send_batch(big)
+            for partition in ("0", "1"):
+                batch = producer.create_batch(partition_id=partition)
+                for i in range(10):
+                    batch.add(_event(f"p{partition}-after-{i}", b"{}"))
+                producer.send_batch(batch)
+        _replicate(cluster, 41)
+        delivered = message_ids(cluster.drain("weu", "device-events", idle=1))
+        parked = _parked(cluster, "weu")
+    expected = {f"p{p}-{when}-{i}" for p in "01" for when in ("before", "after") for i in range(10)}
+    assert delivered == {message_id: 1 for message_id in expected}
+    assert list(parked) == ["huge"]
+    reason = parked["huge"].application_properties[DEAD_LETTER_REASON.encode()]
+    assert reason == b"MessageSizeExceeded"
+
+
+def _event(message_id: str, body: bytes) -> EventData:
+    event = EventData(body)
+    event.message_id = message_id
+    return event

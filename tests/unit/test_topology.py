@@ -35,6 +35,10 @@ EXPECTED_ERRORS = {
     "bad-sql-rule.json": "namespaces[0].topics[0].subscriptions[0].rules[0]: rule orders-only: "
     "filter: column 24: expected an expression, found end of input",
     "not-json.json": "line 3 column 22: invalid JSON: Expecting property name",
+    "removes-replication-property.json": "tasks[2].options.removeProperties[1]: 'repl-path' is "
+    "a replication property; editing it would defeat loop prevention",
+    "renames-replication-property.json": "tasks[1].options.renameProperties.repl-origin: "
+    "'repl-origin' is a replication property; editing it would defeat loop prevention",
 }
 
 

@@ -23,6 +23,7 @@ FILTERS = {
         "replication IS NULL AND sys.Label = 'order' AND region IN ('weu', 'neu') "
         "AND amount > 100 AND customer LIKE 'c-1%' AND NOT EXISTS(test)"
     ),
+    "LIKE: customer LIKE '%c%-_[0-4]%9'": "customer LIKE '%c%-_[0-4]%9'",
 }
 ACTIONS = {"all-active action: SET replication = 1": "SET replication = 1"}
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from replication.envelope import Envelope
 from replication.exceptions import MalformedReplicationPropertyError
 from replication.loops import check_forward
-from replication.properties import read_state, stamp
+from replication.properties import read_state, stamp, with_replication_properties_of
 
 from ._base import DeadLetter, Decision, Forward, PatternOptions, Skip, Target, TaskContext
 
@@ -22,10 +22,14 @@ def forward_to_targets(
 ) -> list[Decision]:
     """Decide, for each target, whether ``envelope`` is replicated there.
 
-    ``replica`` is the (possibly transformed) message to send in place of ``envelope``;
-    ``originals_only`` replicates only messages that have not been replicated before (the
-    all-active rule: a replica is never replicated again).
+    ``replica`` is the (possibly transformed) message to send in place of ``envelope``; it gets
+    ``envelope``'s replication properties back whatever the transformation did to them, so no
+    option can take a message off its recorded path. ``originals_only`` replicates only
+    messages that have not been replicated before (the all-active rule: a replica is never
+    replicated again).
     """
+    if replica is not None:
+        replica = with_replication_properties_of(replica, envelope)
     try:
         state = read_state(envelope.application_properties)
         if originals_only and state.is_replica:

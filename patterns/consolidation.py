@@ -3,6 +3,7 @@
 One task per source entity, all with the same target. ``setProperties`` adds or overwrites
 application properties (e.g. the source region) and ``renameProperties`` maps source-specific
 property names to the common ones, so that consumers of the consolidated entity see one schema.
+Neither may name a replication property (``repl-*``, ``replication``): loop prevention needs them.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from replication.envelope import Envelope
 
 from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
+from ._property_edits import EditableName
 
 
 class ConsolidationOptions(PatternOptions):
     """``setProperties`` and ``renameProperties`` (old name -> new name)."""
 
-    set_properties: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    rename_properties: dict[str, str] = Field(default_factory=dict)
+    set_properties: dict[EditableName, str | int | float | bool] = Field(default_factory=dict)
+    rename_properties: dict[EditableName, EditableName] = Field(default_factory=dict)
 
 
 def normalize(envelope: Envelope, options: ConsolidationOptions) -> Envelope:

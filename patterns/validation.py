@@ -5,7 +5,8 @@
   ``ValidationFailed`` (``onInvalid: "skip"`` drops it with a logged reason instead).
 - ``maxBodyBytes``: larger bodies are treated as invalid.
 - ``requiredProperties``: application properties that must be present.
-- ``removeProperties`` (reduce) and ``setProperties`` (enrich) shape the replica.
+- ``removeProperties`` (reduce) and ``setProperties`` (enrich) shape the replica; they may not
+  name a replication property (``repl-*``, ``replication``), which loop prevention needs.
 
 The condition is compiled once, when the topology is loaded, so a syntax error fails start-up
 with the JSON path of the option.
@@ -30,6 +31,7 @@ from ._base import (
     TaskContext,
 )
 from ._forwarding import forward_to_targets
+from ._property_edits import EditableName
 
 VALIDATION_FAILED = "ValidationFailed"
 
@@ -40,8 +42,8 @@ class ValidationOptions(PatternOptions):
     condition: str | None = None
     max_body_bytes: int | None = Field(default=None, gt=0)
     required_properties: list[str] = Field(default_factory=list)
-    remove_properties: list[str] = Field(default_factory=list)
-    set_properties: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    remove_properties: list[EditableName] = Field(default_factory=list)
+    set_properties: dict[EditableName, str | int | float | bool] = Field(default_factory=dict)
     on_invalid: Literal["deadletter", "skip"] = "deadletter"
     _compiled: SqlFilter | None = PrivateAttr(default=None)
 

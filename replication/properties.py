@@ -17,6 +17,11 @@ This module is the only place that spells the property names; everything else im
   and filter on (``replication IS NULL``). Replication copies it untouched.
 - ``repl-target``: written by the .NET Event Hubs merge sample; read for compatibility.
 
+Every ``repl-`` name and the ``replication`` flag are reserved (:func:`is_replication_property`,
+case-insensitive as the rule language is): loop prevention rests on them, so a task that edits
+a replica's properties must leave these alone. The topology refuses options that name them and
+:func:`with_replication_properties_of` undoes such an edit wherever it came from.
+
 Property values from other writers are tolerated: malformed values are reported by
 :func:`read_state` as :class:`~replication.exceptions.MalformedReplicationPropertyError`, which
 callers dead-letter with that reason rather than guess.
@@ -59,6 +64,9 @@ def is_replication_property(name: str) -> bool:
     return name.startswith(REPLICATION_PREFIX) or name == REPLICATION_FLAG
 
 
+RESERVED_PREFIX = "repl-"
+"""Every application property whose name starts with this (any case) belongs to replication."""
+
 STAMPED_PROPERTIES: tuple[str, ...] = (
     REPL_ORIGIN,
     REPL_PATH,
@@ -76,6 +84,41 @@ ALL_PROPERTIES: tuple[str, ...] = (
     REPLICATION_FLAG,
 )
 """Every replication-related property name this library reads or writes."""
+
+
+def is_replication_property(name: str) -> bool:
+    """True for a reserved name: the ``replication`` flag or any ``repl-`` name, in any case."""
+    lowered = name.lower()
+    return lowered == REPLICATION_FLAG or lowered.startswith(RESERVED_PREFIX)
+
+
+def reserved_property_problem(name: str) -> str | None:
+    """Why an option may not edit the property ``name``, or None when it may."""
+    if not is_replication_property(name):
+        return None
+    return f"{name!r} is a replication property; editing it would defeat loop prevention"
+
+
+def with_replication_properties_of(replica: Envelope, original: Envelope) -> Envelope:
+    """``replica`` carrying exactly the replication properties of ``original``.
+
+    The guard behind the options check: a transformation that removed, renamed, set or added a
+    reserved property (options built without validation, a future pattern) would restart the
+    recorded path, and a ring of such tasks would replicate one message forever.
+    """
+    theirs = {
+        key: value
+        for key, value in original.application_properties.items()
+        if is_replication_property(key)
+    }
+    ours = {
+        key: value
+        for key, value in replica.application_properties.items()
+        if is_replication_property(key)
+    }
+    if ours == theirs:
+        return replica
+    return replica.with_properties(theirs, remove=tuple(ours))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -213,13 +256,16 @@ __all__ = [
     "REPL_PATH",
     "REPL_SEQUENCE",
     "REPL_TARGET",
+    "RESERVED_PREFIX",
     "SEPARATOR",
     "STAMPED_PROPERTIES",
     "ReplicationState",
     "format_timestamp",
     "is_replication_property",
     "read_state",
+    "reserved_property_problem",
     "source_enqueued_times",
     "stamp",
+    "with_replication_properties_of",
     "without_replication_properties",
 ]

@@ -5,6 +5,12 @@ pattern, stamping and loop prevention over what arrives, delivering replicas to 
 until nothing moves. It prints each decision, so you can see what would be forwarded where, and
 what loop prevention stops. (Broker-side subscription rules are not simulated: the patterns
 apply the same "originals only" rule themselves.)
+
+The walk is bounded whatever the patterns do. With loop prevention working, a copy is
+replicated at most ``maxHops`` times, and between two replications it can be moved to a
+``deadLetterTarget`` at most once per task (a task that parks the same copy twice would park it
+forever). A copy that has moved more often than that is in a loop: the walk stops, says which
+message and where, and the command exits with 1 (findings) instead of running forever.
 """
 
 from __future__ import annotations
@@ -59,21 +65,41 @@ class _Simulation:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    return walk(load_topology(args.topology), args.messages)
+
+
+def walk(topology: Topology, messages: int = 1) -> int:
+    """Publish ``messages`` per source entity, replicate until quiet; print it all.
+
+    Returns :attr:`ExitCode.OK`, or :attr:`ExitCode.FINDINGS` when a copy moved more often than
+    loop prevention allows (see the module docstring; the walk stops there).
+    """
     simulation = _Simulation(topology)
-    pending: deque[tuple[Entity, Envelope]] = deque()
+    max_hops = max((topology.max_hops(task) for task in topology.tasks), default=0)
+    limit = (max_hops + 1) * (len(topology.tasks) + 1) - 1
+    # Each entry: the entity a copy arrives in, the copy, and how many times it was moved
+    # (replicated or parked) since it was published.
+    pending: deque[tuple[Entity, Envelope, int]] = deque()
     for entity in dict.fromkeys(source for source, _ in simulation.runners):
-        for index in range(args.messages):
+        for index in range(messages):
             message = Envelope(
                 body=b'{"demo": true}',
                 message_id=f"{entity[0]}-{entity[1]}-{index + 1}",
                 content_type="application/json",
             )
-            pending.append((entity, simulation.enqueue(message)))
+            pending.append((entity, simulation.enqueue(message), 0))
             print(f"publish  {entity[0]}/{entity[1]:<14} {message.message_id}")
     deliveries: dict[str, list[str]] = {}
     while pending:
-        entity, envelope = pending.popleft()
+        entity, envelope, moves = pending.popleft()
+        if moves > limit:
+            print(
+                f"\nloop: {envelope.message_id} arrived in {entity[0]}/{entity[1]} after {moves} "
+                f"moves; with maxHops {max_hops} and {len(topology.tasks)} tasks a copy needs at "
+                f"most {limit}, so loop prevention did not stop it (does a task edit the repl- "
+                "properties, or do dead-letter targets form a cycle?)"
+            )
+            return ExitCode.FINDINGS
         deliveries.setdefault(envelope.message_id or "?", []).append(f"{entity[0]}/{entity[1]}")
         for source, runner in simulation.runners:
             if source != entity:
@@ -83,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 _print_decision(runner.task.name, decision)
             for key, target in simulation.targets.items():
                 for replica in target.received[before.get(key, 0) :]:
-                    pending.append((key, simulation.enqueue(replica)))
+                    pending.append((key, simulation.enqueue(replica), moves + 1))
     print("\nwhere each message ended up:")
     for message_id, places in deliveries.items():
         print(f"  {message_id:<28} {', '.join(places)}")

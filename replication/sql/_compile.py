@@ -10,10 +10,8 @@ incompatible types raises :class:`SqlEvaluationError` (Service Bus: FilterExcept
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
-import re
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -22,6 +20,7 @@ from typing import Any
 from replication.envelope import Envelope
 
 from ._errors import SqlEvaluationError
+from ._like import LikePattern, compile_like
 from ._parser import (
     Arithmetic,
     Comparison,
@@ -208,45 +207,8 @@ def negate(op: str, value: Any) -> Any:
     raise SqlEvaluationError(f"unary '{op}' is not defined for a {_kind(value)}")
 
 
-@functools.lru_cache(maxsize=256)
-def like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
-    """The regular expression of a LIKE pattern: ``%``, ``_``, ``[...]`` / ``[^...]`` ranges."""
-    parts: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if escape is not None and char == escape:
-            if i + 1 >= len(pattern):
-                raise SqlEvaluationError(f"LIKE pattern {pattern!r} ends with its escape character")
-            parts.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        if char == "%":
-            parts.append(".*")
-        elif char == "_":
-            parts.append(".")
-        elif char == "[":
-            end = pattern.find("]", i + 2)
-            if end < 0:
-                parts.append(re.escape(char))
-            else:
-                body = pattern[i + 1 : end]
-                negated = body.startswith("^")
-                body = body[1:] if negated else body
-                escaped = "".join(
-                    "-" if c == "-" and 0 < k < len(body) - 1 else re.escape(c)
-                    for k, c in enumerate(body)
-                )
-                parts.append(f"[{'^' if negated else ''}{escaped}]")
-                i = end + 1
-                continue
-        else:
-            parts.append(re.escape(char))
-        i += 1
-    return re.compile("".join(parts), re.DOTALL)
-
-
 def like(value: Any, pattern: Any, escape: Any) -> bool | None:
+    """``value LIKE pattern ESCAPE escape``, three-valued (see :mod:`._like` for the matcher)."""
     if value is None or pattern is None:
         return None
     if not isinstance(value, str) or not isinstance(pattern, str):
@@ -255,7 +217,7 @@ def like(value: Any, pattern: Any, escape: Any) -> bool | None:
         raise SqlEvaluationError(
             f"the ESCAPE character must be a string of length 1, got {escape!r}"
         )
-    return like_regex(pattern, escape).fullmatch(value) is not None
+    return compile_like(pattern, escape).matches(value)
 
 
 def _and(left: Evaluator, right: Evaluator) -> Evaluator:
@@ -324,6 +286,54 @@ def _property_function(argument: Evaluator) -> Evaluator:
     return evaluate
 
 
+def _constant_pattern(node: Like) -> LikePattern | None:
+    """The compiled pattern when pattern and escape are usable constants, else None.
+
+    A bad constant pattern is not an error here: like the other FilterExceptions it is raised
+    when the filter is evaluated, by :func:`like`.
+    """
+    escape = node.escape
+    if not isinstance(node.pattern, Constant) or not isinstance(escape, Constant | None):
+        return None
+    pattern_value = node.pattern.value
+    escape_value = None if escape is None else escape.value
+    if not isinstance(pattern_value, str) or not (
+        escape_value is None or (isinstance(escape_value, str) and len(escape_value) == 1)
+    ):
+        return None
+    try:
+        return compile_like(pattern_value, escape_value)
+    except SqlEvaluationError:
+        return None
+
+
+def _like(node: Like) -> Evaluator:
+    value = compile_node(node.operand)
+    negated = node.negated
+    constant = _constant_pattern(node)
+    if constant is not None:
+        # Compiled once with the filter: the per-message cost is the match alone.
+        matches = constant.matches
+
+        def like_constant(envelope: Envelope) -> bool | None:
+            operand = value(envelope)
+            if operand is None:
+                return None
+            if not isinstance(operand, str):
+                raise SqlEvaluationError("LIKE needs string operands")
+            return matches(operand) != negated
+
+        return like_constant
+    pattern = compile_node(node.pattern)
+    escape = compile_node(node.escape) if node.escape is not None else (lambda envelope: None)
+
+    def like_(envelope: Envelope) -> bool | None:
+        result = like(value(envelope), pattern(envelope), escape(envelope))
+        return None if result is None else result != negated
+
+    return like_
+
+
 def compile_node(node: Node) -> Evaluator:
     """An evaluator for ``node``."""
     if isinstance(node, Constant):
@@ -367,15 +377,7 @@ def compile_node(node: Node) -> Evaluator:
     if isinstance(node, In):
         return _in(compile_node(node.operand), [compile_node(i) for i in node.items], node.negated)
     if isinstance(node, Like):
-        value, pattern = compile_node(node.operand), compile_node(node.pattern)
-        escape = compile_node(node.escape) if node.escape is not None else (lambda envelope: None)
-        negated = node.negated
-
-        def like_(envelope: Envelope) -> bool | None:
-            result = like(value(envelope), pattern(envelope), escape(envelope))
-            return None if result is None else result != negated
-
-        return like_
+        return _like(node)
     if isinstance(node, Function):
         if node.name == "newid":
             return lambda envelope: uuid.uuid4()

@@ -15,6 +15,9 @@ def json_path(location: Sequence[str | int]) -> str:
     """Format a pydantic error location as a JSON path: ``tasks[0].source.namespace``."""
     text = ""
     for part in location:
+        if part == "[key]":
+            # pydantic's marker for "the key itself" (a bad dict key); the path names the key.
+            continue
         if isinstance(part, int):
             text += f"[{part}]"
         else:

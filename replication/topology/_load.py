@@ -58,33 +58,64 @@ def _resolve(topology: Topology, index: int, source: str) -> ResolvedTask:
         raise ConfigurationError(message, source=source, location=location) from None
 
 
+def _read(location: Path, source: str) -> str:
+    """The file's text: UTF-8, with or without a byte-order mark (Windows editors write one)."""
+    try:
+        data = location.read_bytes()
+    except FileNotFoundError:
+        raise ConfigurationError(
+            f"topology file not found (set {TOPOLOGY_SETTING} or pass --topology)", source=source
+        ) from None
+    except IsADirectoryError:
+        raise ConfigurationError("is a directory, not a topology file", source=source) from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConfigurationError(f"cannot read topology file: {reason}", source=source) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise ConfigurationError(
+            f"line {line} column {column}: not UTF-8 text (byte 0x{data[error.start]:02x}); "
+            "save the file as UTF-8",
+            source=source,
+        ) from None
+
+
+def _decode(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(
+            f"line {error.lineno} column {error.colno}: invalid JSON: {error.msg}", source=source
+        ) from None
+    except RecursionError:
+        raise ConfigurationError(
+            "invalid JSON: arrays and objects are nested too deeply", source=source
+        ) from None
+    except ValueError as error:
+        # json's other refusals, e.g. an integer of more than 4,300 digits (minus the advice
+        # to change the interpreter's limit, which is not the reader's to change).
+        reason = str(error).partition("; use sys.")[0]
+        raise ConfigurationError(f"invalid JSON: {reason}", source=source) from None
+
+
 def load_topology(path: str | os.PathLike[str] | None = None) -> Topology:
     """Read and validate the topology file.
 
     ``path`` defaults to the ``REPLICATION_TOPOLOGY`` setting, then ``topology.json``.
 
     Raises:
-        ConfigurationError: the file is missing, is not JSON, or is not a valid topology; the
-            message names the file and the JSON path.
+        ConfigurationError: the file is missing, unreadable, a directory, not UTF-8, not JSON
+            (nested too deeply included), or not a valid topology; the message names the file
+            and, when there is one, the line or JSON path.
     """
     location = Path(
         path if path is not None else os.environ.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH)
     )
     source = str(location)
-    try:
-        text = location.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigurationError(
-            f"topology file not found (set {TOPOLOGY_SETTING} or pass --topology)", source=source
-        ) from None
-    except OSError as error:
-        raise ConfigurationError(f"cannot read topology file: {error}", source=source) from error
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigurationError(
-            f"line {error.lineno} column {error.colno}: invalid JSON: {error.msg}", source=source
-        ) from None
+    document = _decode(_read(location, source), source)
     if not isinstance(document, dict):
         raise ConfigurationError("the topology must be a JSON object", source=source, location="$")
     return parse_topology(document, source=source)

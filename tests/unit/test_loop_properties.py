@@ -20,11 +20,15 @@ from hypothesis import strategies as st
 from patterns import Forward, Target, TaskContext
 from patterns.all_active import PATTERN as ALL_ACTIVE
 from patterns.all_active import AllActiveOptions
+from patterns.consolidation import PATTERN as CONSOLIDATION
+from patterns.consolidation import ConsolidationOptions
 from patterns.latency_optimization import PATTERN as LATENCY_OPTIMIZATION
 from patterns.latency_optimization import LatencyOptimizationOptions
+from patterns.validation import PATTERN as VALIDATION
+from patterns.validation import ValidationOptions
 from replication.envelope import Envelope
 from replication.loops import should_forward
-from replication.properties import SEPARATOR, read_state
+from replication.properties import ALL_PROPERTIES, SEPARATOR, read_state
 
 all_active_plan = ALL_ACTIVE.plan
 latency_plan = LATENCY_OPTIMIZATION.plan
@@ -195,3 +199,38 @@ def test_should_forward_refuses_visited_targets_and_exhausted_hops(
     envelope = Envelope(body=b"", application_properties=properties)
     expected = target not in path and hops < max_hops
     assert should_forward(envelope, target, max_hops) is expected
+
+
+reserved_names = st.sampled_from(
+    [*ALL_PROPERTIES, "repl-anything", "Repl-Path", "REPL-HOPS", "Replication"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    flood_topologies(),
+    st.lists(reserved_names, min_size=1, max_size=4),
+    st.sampled_from(["remove", "set", "rename-from", "rename-to"]),
+)
+def test_d_options_that_edit_replication_properties_cannot_make_a_flood_cycle(
+    case: tuple[list[str], dict[str, list[str]], list[str], int], names: list[str], edit: str
+) -> None:
+    """(d) A flood whose every task edits the replication properties, with options built
+    without validation (which would refuse them): the forwarding step restores them, so
+    ``simulate``'s no-cycle and termination assertions hold as in (a)."""
+    topology, peers, origins, max_hops = case
+    plan: Plan
+    options: Any
+    if edit in ("remove", "set"):
+        plan = VALIDATION.plan
+        options = ValidationOptions.model_construct(
+            remove_properties=names if edit == "remove" else [],
+            set_properties=dict.fromkeys(names, "") if edit == "set" else {},
+        )
+    else:
+        plan = CONSOLIDATION.plan
+        renames = {name: f"copy-{i}" for i, name in enumerate(names)}
+        if edit == "rename-to":
+            renames = {f"other-{i}": name for i, name in enumerate(names)}
+        options = ConsolidationOptions.model_construct(set_properties={}, rename_properties=renames)
+    simulate(topology, peers, plan, options, origins, max_hops)

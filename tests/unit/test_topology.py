@@ -3,11 +3,14 @@ file under ``invalid_topologies/`` fails with one readable line naming the file 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from replication.cli import main
 from replication.exceptions import ConfigurationError
+from replication.exit_codes import ExitCode
 from replication.topology import load_topology, materialize, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +38,11 @@ EXPECTED_ERRORS = {
     "bad-sql-rule.json": "namespaces[0].topics[0].subscriptions[0].rules[0]: rule orders-only: "
     "filter: column 24: expected an expression, found end of input",
     "not-json.json": "line 3 column 22: invalid JSON: Expecting property name",
+    "not-utf8.json": "line 3 column 17: not UTF-8 text (byte 0xe9); save the file as UTF-8",
+    "removes-replication-property.json": "tasks[2].options.removeProperties[1]: 'repl-path' is "
+    "a replication property; editing it would defeat loop prevention",
+    "renames-replication-property.json": "tasks[1].options.renameProperties.repl-origin: "
+    "'repl-origin' is a replication property; editing it would defeat loop prevention",
 }
 
 
@@ -62,6 +70,71 @@ def test_invalid_topology_gives_one_line_with_file_and_json_path(name: str) -> N
 def test_missing_file_names_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="REPLICATION_TOPOLOGY"):
         load_topology(tmp_path / "absent.json")
+
+
+def _one_line_error(path: Path) -> str:
+    with pytest.raises(ConfigurationError) as caught:
+        load_topology(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    return message
+
+
+def test_json_nested_too_deeply_is_a_configuration_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert _one_line_error(path).endswith("invalid JSON: arrays and objects are nested too deeply")
+
+
+def test_integer_too_long_for_python_is_a_configuration_error(tmp_path: Path) -> None:
+    path = tmp_path / "digits.json"
+    path.write_text('{"namespaces": ' + "1" * 5_000 + "}")
+    assert "invalid JSON: Exceeds the limit (4300 digits)" in _one_line_error(path)
+
+
+def test_a_directory_is_not_a_topology_file(tmp_path: Path) -> None:
+    assert _one_line_error(tmp_path).endswith(": is a directory, not a topology file")
+
+
+def test_a_path_through_a_file_cannot_be_read(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("{}")
+    message = _one_line_error(tmp_path / "file" / "topology.json")
+    assert message.endswith("cannot read topology file: Not a directory")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_a_configuration_error(tmp_path: Path) -> None:
+    path = tmp_path / "secret.json"
+    path.write_text("{}")
+    path.chmod(0)
+    assert _one_line_error(path).endswith("cannot read topology file: Permission denied")
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(
+        b"\xef\xbb\xbf" + (ROOT / "examples" / "two-region-all-active.json").read_bytes()
+    )
+    assert load_topology(path).tasks
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "run"])
+@pytest.mark.parametrize("problem", ["deep", "not-utf8", "directory"])
+def test_the_cli_reports_bad_files_in_one_line_with_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, problem: str
+) -> None:
+    path = {
+        "deep": tmp_path / "deep.json",
+        "not-utf8": INVALID / "not-utf8.json",
+        "directory": tmp_path,
+    }[problem]
+    if problem == "deep":
+        path.write_text('{"namespaces": [], "x": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    assert main([command, "--topology", str(path)]) == ExitCode.CONFIGURATION
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: ")
+    assert err.count("\n") == 1
 
 
 def test_topology_path_comes_from_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,14 +55,6 @@ DEAD_LETTER_BODY_OMITTED = "repl-dead-letter-body-omitted"
 """On a parked copy that had to leave the body out to fit: the body's size and SHA-256."""
 
 SEPARATOR = ";"
-REPLICATION_PREFIX = "repl-"
-
-
-def is_replication_property(name: str) -> bool:
-    """Whether ``name`` belongs to replication (``repl-*`` or the ``replication`` flag):
-    loop prevention depends on these, so nothing but this library may change them."""
-    return name.startswith(REPLICATION_PREFIX) or name == REPLICATION_FLAG
-
 
 RESERVED_PREFIX = "repl-"
 """Every application property whose name starts with this (any case) belongs to replication."""
@@ -247,7 +239,6 @@ __all__ = [
     "DEAD_LETTER_REASON",
     "DEAD_LETTER_SOURCE",
     "REPLICATION_FLAG",
-    "REPLICATION_PREFIX",
     "REPL_ENQUEUED_TIME",
     "REPL_ENQUEUE_TIME_DOCS_SPELLING",
     "REPL_HOPS",

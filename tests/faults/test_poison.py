@@ -25,7 +25,7 @@ from replication.properties import (
     REPL_PATH,
 )
 
-from .harness import Cluster, eventually, message_ids, originals, topology_document
+from .harness import Cluster, message_ids, originals, topology_document
 
 
 def _largest_body(cluster: Cluster, namespace: str, properties: dict[str, Any]) -> int:
@@ -205,7 +205,7 @@ def test_an_event_too_large_for_its_queue_is_parked_and_no_partition_is_blocked(
         delivered = message_ids(cluster.drain("weu", "device-events", idle=1))
         parked = _parked(cluster, "weu")
     expected = {f"p{p}-{when}-{i}" for p in "01" for when in ("before", "after") for i in range(10)}
-    assert delivered == {message_id: 1 for message_id in expected}
+    assert delivered == dict.fromkeys(expected, 1)
     assert list(parked) == ["huge"]
     reason = parked["huge"].application_properties[DEAD_LETTER_REASON.encode()]
     assert reason == b"MessageSizeExceeded"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus.exceptions import MessageSizeExceededError
 
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, parse_topology
@@ -191,9 +192,18 @@ class Cluster:
         return ServiceBusClient.from_connection_string(self.nodes[namespace].connection_string)
 
     def publish(self, namespace: str, topic: str, messages: Sequence[ServiceBusMessage]) -> None:
+        """Send in order, in as few batches as fit."""
         with self.client(namespace) as client, client.get_topic_sender(topic) as sender:
-            for start in range(0, len(messages), 50):
-                sender.send_messages(list(messages[start : start + 50]))
+            batch = sender.create_message_batch()
+            for message in messages:
+                try:
+                    batch.add_message(message)
+                except MessageSizeExceededError:
+                    sender.send_messages(batch)
+                    batch = sender.create_message_batch()
+                    batch.add_message(message)
+            if len(batch):
+                sender.send_messages(batch)
 
     def drain(
         self,

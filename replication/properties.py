@@ -47,6 +47,14 @@ DEAD_LETTER_ERROR_DESCRIPTION = "DeadLetterErrorDescription"
 DEAD_LETTER_SOURCE = "repl-dead-letter-source"
 """Written on messages parked in a task's ``deadLetterTarget`` (the Service Bus DLQ names)."""
 
+DEAD_LETTER_PROPERTIES: tuple[str, ...] = (
+    DEAD_LETTER_REASON,
+    DEAD_LETTER_ERROR_DESCRIPTION,
+    DEAD_LETTER_SOURCE,
+)
+"""What parking (``replication.runtime.parked_copy``) or the broker's dead-lettering adds to a
+message; :func:`unparked` removes them again."""
+
 SEPARATOR = ";"
 
 STAMPED_PROPERTIES: tuple[str, ...] = (
@@ -187,9 +195,23 @@ def without_replication_properties(
     return {key: value for key, value in properties.items() if key not in dropped}
 
 
+def unparked(envelope: Envelope) -> Envelope:
+    """The message as it was before it was parked or dead-lettered, for a redrive.
+
+    The dead-letter properties are removed (as application properties and as the envelope's
+    broker facts); everything else, MessageId and the replication properties included, is kept,
+    so loop prevention sees the original path and duplicate-detecting targets drop a copy that
+    did arrive before.
+    """
+    return envelope.with_properties(remove=DEAD_LETTER_PROPERTIES).replace(
+        dead_letter_reason=None, dead_letter_error_description=None
+    )
+
+
 __all__ = [
     "ALL_PROPERTIES",
     "DEAD_LETTER_ERROR_DESCRIPTION",
+    "DEAD_LETTER_PROPERTIES",
     "DEAD_LETTER_REASON",
     "DEAD_LETTER_SOURCE",
     "REPLICATION_FLAG",
@@ -208,5 +230,6 @@ __all__ = [
     "read_state",
     "source_enqueued_times",
     "stamp",
+    "unparked",
     "without_replication_properties",
 ]

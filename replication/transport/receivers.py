@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 from azure.servicebus import (
+    AutoLockRenewer,
     ServiceBusClient,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
@@ -76,9 +77,8 @@ def run_servicebus_source(
     max_batch_size: int = 100,
 ) -> None:
     """Receive batches from a queue, subscription or their DLQ until ``stop`` is set."""
-    sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
     with servicebus_client(namespace, environ) as client:
-        receiver = _receiver(client, source.entity, source.subscription, sub_queue, wait=1)
+        receiver = source_receiver(client, source, wait=1)
         with receiver:
             while not stop.is_set():
                 messages = receiver.receive_messages(
@@ -95,13 +95,40 @@ def _receiver(
     sub_queue: ServiceBusSubQueue | None = None,
     *,
     wait: float,
+    auto_lock_renewer: AutoLockRenewer | None = None,
 ) -> ServiceBusReceiver:
     """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named."""
     if subscription is not None:
         return client.get_subscription_receiver(
-            entity, subscription, sub_queue=sub_queue, max_wait_time=wait
+            entity,
+            subscription,
+            sub_queue=sub_queue,
+            max_wait_time=wait,
+            auto_lock_renewer=auto_lock_renewer,
         )
-    return client.get_queue_receiver(entity, sub_queue=sub_queue, max_wait_time=wait)
+    return client.get_queue_receiver(
+        entity, sub_queue=sub_queue, max_wait_time=wait, auto_lock_renewer=auto_lock_renewer
+    )
+
+
+def source_receiver(
+    client: ServiceBusClient,
+    source: EntityRef,
+    *,
+    wait: float,
+    auto_lock_renewer: AutoLockRenewer | None = None,
+) -> ServiceBusReceiver:
+    """A PEEK_LOCK receiver of a task's Service Bus source (or of its dead-letter queue when
+    ``source.dead_letter_queue`` is set)."""
+    sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
+    return _receiver(
+        client,
+        source.entity,
+        source.subscription,
+        sub_queue,
+        wait=wait,
+        auto_lock_renewer=auto_lock_renewer,
+    )
 
 
 def _handle_servicebus_batch(
@@ -227,4 +254,10 @@ def drain_servicebus(
     return drained
 
 
-__all__ = ["ReceiveStats", "drain_servicebus", "run_event_hub_source", "run_servicebus_source"]
+__all__ = [
+    "ReceiveStats",
+    "drain_servicebus",
+    "run_event_hub_source",
+    "run_servicebus_source",
+    "source_receiver",
+]

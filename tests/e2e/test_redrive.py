@@ -353,3 +353,26 @@ def test_unreachable_broker_exits_3(
     assert _redrive(topology, "--task", "task-a") == ExitCode.UNAVAILABLE
     err = capsys.readouterr().err
     assert err.startswith("error: cannot read weu/redrive-in/$DeadLetterQueue: ")
+
+
+def test_a_transient_failure_stops_with_exit_3_and_loses_nothing(
+    topology: Path,
+    weu: ServiceBusClient,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ids = _ids("outage", 3)
+    _dead_letter(weu, "redrive-in", ids, "MaxDeliveryCountExceeded")
+    monkeypatch.setenv(  # the target region is down
+        "SB_NEU",
+        "Endpoint=sb://127.0.0.1:9;SharedAccessKeyName=k;SharedAccessKey=s;"
+        "UseDevelopmentEmulator=true;",
+    )
+    assert _redrive(topology, "--task", "task-a") == ExitCode.UNAVAILABLE
+
+    captured = capsys.readouterr()
+    assert "read 3, forwarded 0" in captured.out
+    assert "not reached (run again): 3" in captured.out
+    assert captured.err.startswith("error: redrive of task task-a stopped: ")
+    left = _peek(weu, "redrive-in", ServiceBusSubQueue.DEAD_LETTER)
+    assert sorted(str(e.message_id) for e in left) == sorted(ids)

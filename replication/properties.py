@@ -54,6 +54,14 @@ DEAD_LETTER_SOURCE = "repl-dead-letter-source"
 DEAD_LETTER_BODY_OMITTED = "repl-dead-letter-body-omitted"
 """On a parked copy that had to leave the body out to fit: the body's size and SHA-256."""
 
+DEAD_LETTER_PROPERTIES: tuple[str, ...] = (
+    DEAD_LETTER_REASON,
+    DEAD_LETTER_ERROR_DESCRIPTION,
+    DEAD_LETTER_SOURCE,
+)
+"""What parking (``replication.runtime.parked_copy``) or the broker's dead-lettering adds to a
+message; :func:`unparked` removes them again."""
+
 SEPARATOR = ";"
 
 RESERVED_PREFIX = "repl-"
@@ -232,10 +240,24 @@ def without_replication_properties(
     return {key: value for key, value in properties.items() if key not in dropped}
 
 
+def unparked(envelope: Envelope) -> Envelope:
+    """The message as it was before it was parked or dead-lettered, for a redrive.
+
+    The dead-letter properties are removed (as application properties and as the envelope's
+    broker facts); everything else, MessageId and the replication properties included, is kept,
+    so loop prevention sees the original path and duplicate-detecting targets drop a copy that
+    did arrive before.
+    """
+    return envelope.with_properties(remove=DEAD_LETTER_PROPERTIES).replace(
+        dead_letter_reason=None, dead_letter_error_description=None
+    )
+
+
 __all__ = [
     "ALL_PROPERTIES",
     "DEAD_LETTER_BODY_OMITTED",
     "DEAD_LETTER_ERROR_DESCRIPTION",
+    "DEAD_LETTER_PROPERTIES",
     "DEAD_LETTER_REASON",
     "DEAD_LETTER_SOURCE",
     "REPLICATION_FLAG",
@@ -257,6 +279,7 @@ __all__ = [
     "reserved_property_problem",
     "source_enqueued_times",
     "stamp",
+    "unparked",
     "with_replication_properties_of",
     "without_replication_properties",
 ]

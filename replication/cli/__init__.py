@@ -42,6 +42,10 @@ COMMANDS: dict[str, Command] = {
         "parse every SQL filter and action of the topology and the Bicep files",
         "replication.cli.lint_rules",
     ),
+    "redrive": Command(
+        "move one task's parked or dead-lettered messages back into replication",
+        "replication.cli.redrive",
+    ),
     "render": Command("generate configuration from the topology", "replication.cli.render"),
     "demo": Command(
         "replicate through the local emulator, then audit the result with Spark",

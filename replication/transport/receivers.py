@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 from azure.servicebus import (
+    AutoLockRenewer,
     ServiceBusClient,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
@@ -108,9 +109,8 @@ def run_servicebus_source(
 ) -> None:
     """Receive batches from a queue, subscription or their DLQ until ``stop`` is set (raises
     when the connection fails; :func:`supervise` restarts it)."""
-    sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
     with servicebus_client(namespace, environ) as client:
-        receiver = _receiver(client, source.entity, source.subscription, sub_queue, wait=1)
+        receiver = source_receiver(client, source, wait=1)
         with receiver:
             while not stop.is_set():
                 messages = receiver.receive_messages(
@@ -193,6 +193,7 @@ def _receiver(
     sub_queue: ServiceBusSubQueue | None = None,
     *,
     wait: float,
+    auto_lock_renewer: AutoLockRenewer | None = None,
 ) -> ServiceBusReceiver:
     """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named."""
     if subscription is not None:
@@ -202,9 +203,34 @@ def _receiver(
             sub_queue=sub_queue,
             max_wait_time=wait,
             prefetch_count=0,
+            auto_lock_renewer=auto_lock_renewer,
         )
     return client.get_queue_receiver(
-        entity, sub_queue=sub_queue, max_wait_time=wait, prefetch_count=0
+        entity,
+        sub_queue=sub_queue,
+        max_wait_time=wait,
+        prefetch_count=0,
+        auto_lock_renewer=auto_lock_renewer,
+    )
+
+
+def source_receiver(
+    client: ServiceBusClient,
+    source: EntityRef,
+    *,
+    wait: float,
+    auto_lock_renewer: AutoLockRenewer | None = None,
+) -> ServiceBusReceiver:
+    """A PEEK_LOCK receiver of a task's Service Bus source (or of its dead-letter queue when
+    ``source.dead_letter_queue`` is set)."""
+    sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
+    return _receiver(
+        client,
+        source.entity,
+        source.subscription,
+        sub_queue,
+        wait=wait,
+        auto_lock_renewer=auto_lock_renewer,
     )
 
 
@@ -503,5 +529,6 @@ __all__ = [
     "drain_servicebus",
     "run_event_hub_source",
     "run_servicebus_source",
+    "source_receiver",
     "supervise",
 ]

@@ -53,6 +53,13 @@ def region(name: str) -> dict[str, Any]:
             {"Name": "locks", "Properties": {"LockDuration": "PT5S"}},
             {"Name": "scheduled", "Properties": dict(QUEUE_PROPERTIES)},
             {"Name": "deferred", "Properties": dict(QUEUE_PROPERTIES)},
+            # Redrive (test_redrive.py): two tasks' sources, a third that re-parks, their shared
+            # parking queue and a duplicate-detecting target.
+            {"Name": "redrive-in", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "redrive-other", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "redrive-valid", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "redrive-parking", "Properties": {"MaxDeliveryCount": 10}},
+            {"Name": "redrive-out", "Properties": {"RequiresDuplicateDetection": True}},
         ],
         "Topics": [
             {

@@ -1,0 +1,155 @@
+"""``python -m replication redrive``: move one task's parked or dead-lettered messages back into
+replication, through the task's own runner (never by re-publishing into its source).
+
+``--from dead-letter`` (the default for Service Bus sources) reads the dead-letter queue of the
+task's source queue or subscription; ``--from parked`` (the default for event hub sources) reads
+the task's ``deadLetterTarget`` and takes only the messages this task parked there.
+``--dry-run`` only peeks and prints what would be redriven; ``--max N`` redrives the oldest N.
+What is read, held, completed and abandoned, and what that means for other tasks' messages in
+a shared parking queue, is described in :mod:`replication.transport.redrive`.
+
+Exit codes: ``OK`` when the run finished (the counts say what happened to each message);
+``CONFIGURATION`` for an unknown task or a ``--from`` the task cannot have; ``UNAVAILABLE``
+when the broker cannot be reached or a transient failure stopped the run (nothing is lost; run
+it again). A progress bar is drawn when stdout is a terminal, plain lines otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+
+from replication.exit_codes import ExitCode
+from replication.properties import format_timestamp
+from replication.topology import NamespaceKind, Topology, load_topology
+from replication.transport.redrive import (
+    ProgressCallback,
+    RedriveOrigin,
+    Redriver,
+    RedriveReport,
+    RedriveStoppedError,
+    Survey,
+    redrive_source,
+)
+
+from ._options import add_topology_option
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_topology_option(parser)
+    parser.add_argument("--task", required=True, metavar="NAME", help="the task to redrive")
+    parser.add_argument(
+        "--from",
+        dest="origin",
+        choices=[origin.value for origin in RedriveOrigin],
+        help="the source's dead-letter queue or the task's deadLetterTarget (default: "
+        "dead-letter for Service Bus sources, parked for event hubs)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="only peek and print what would be redriven"
+    )
+    parser.add_argument(
+        "--max", type=_positive, metavar="N", help="redrive at most N messages, oldest first"
+    )
+
+
+def _origin(topology: Topology, args: argparse.Namespace) -> RedriveOrigin:
+    if args.origin is not None:
+        return RedriveOrigin(args.origin)
+    task = next((t for t in topology.tasks if t.name == args.task), None)
+    if task is not None and topology.namespace(task.source.namespace).kind is (
+        NamespaceKind.EVENTHUBS
+    ):
+        return RedriveOrigin.PARKED
+    return RedriveOrigin.DEAD_LETTER
+
+
+def run(args: argparse.Namespace) -> int:
+    topology = load_topology(args.topology)
+    source = redrive_source(topology, args.task, _origin(topology, args))
+    with closing(Redriver(topology, source)) as redriver:
+        try:
+            survey = redriver.survey(limit=args.max)
+        except RedriveStoppedError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return ExitCode.UNAVAILABLE
+        print(f"task {args.task}, {source.origin.value} messages in {source.label}:", flush=True)
+        _print_survey(survey, dry_run=args.dry_run)
+        if args.dry_run or not survey.wanted:
+            return ExitCode.OK
+        try:
+            with _progress(len(survey.wanted)) as on_progress:
+                report = redriver.redrive(survey, on_progress=on_progress)
+        except RedriveStoppedError as error:
+            _print_report(error.report)
+            print(f"error: {error}", file=sys.stderr)
+            return ExitCode.UNAVAILABLE
+    _print_report(report)
+    return ExitCode.OK
+
+
+def _print_survey(survey: Survey, *, dry_run: bool) -> None:
+    verb = "would redrive" if dry_run else "redriving"
+    line = f"  {verb} {len(survey.wanted)} message(s)"
+    if survey.first_enqueued is not None and survey.last_enqueued is not None:
+        first, last = (
+            format_timestamp(survey.first_enqueued),
+            format_timestamp(survey.last_enqueued),
+        )
+        line += f", enqueued {first} to {last}"
+    print(line)
+    for reason, count in survey.reasons.most_common():
+        print(f"    {reason}: {count}")
+    if survey.beyond_max:
+        print(f"  left for a later run (--max): {survey.beyond_max}")
+    if survey.others:
+        print(
+            f"  left for other tasks: {survey.others}, of which {survey.passed_over} lie before "
+            "this task's last message (a redrive locks and abandons them: delivery count +1)"
+        )
+    print("", flush=True)
+
+
+def _print_report(report: RedriveReport) -> None:
+    print(
+        f"read {report.read}, forwarded {report.forwarded}, skipped {report.skipped}, "
+        f"parked again {report.parked_again}, left for other tasks {report.left_for_other_tasks}"
+    )
+    extra = {
+        "left in place (rejected, no deadLetterTarget)": report.rejected,
+        "passed over (abandoned, delivery count +1)": report.passed_over,
+        "not reached (run again)": report.not_reached,
+    }
+    for label, count in extra.items():
+        if count:
+            print(f"  {label}: {count}")
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[ProgressCallback]:
+    """A rich progress bar on a terminal; otherwise one plain line per batch."""
+    if not sys.stdout.isatty():
+
+        def plain(report: RedriveReport) -> None:
+            print(f"  {report.read}/{total} read", flush=True)
+
+        yield plain
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        bar_task = bar.add_task("redriving", total=total)
+
+        def draw(report: RedriveReport) -> None:
+            bar.update(bar_task, completed=report.read)
+
+        yield draw

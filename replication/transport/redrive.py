@@ -1,0 +1,504 @@
+"""Re-drive one task's parked or dead-lettered messages back through its runner.
+
+After an incident (a target down, a bad rule) a task's messages wait in one of two places:
+
+- ``dead-letter``: the dead-letter queue of the task's own Service Bus source queue or
+  subscription (``maxDeliveryCount`` exceeded while every invocation failed). Everything in it
+  belongs to the task.
+- ``parked``: the task's ``deadLetterTarget`` queue, where the runtime parked copies
+  (:func:`replication.runtime.parked_copy`) carrying ``DeadLetterReason``,
+  ``DeadLetterErrorDescription`` and ``repl-dead-letter-source`` = the task's
+  ``source.describe()``. Several tasks may share one parking queue; only the messages whose
+  source is this task's belong to it.
+
+Nothing is re-published into the source entity: on a topic that would fan the message out to
+every other subscription again. Instead each message is read, turned back into the original
+(:func:`replication.properties.unparked`: the dead-letter properties removed, MessageId and the
+replication properties kept) and handed to the task's :class:`~replication.runtime.TaskRunner`
+exactly as the trigger would hand it over, so patterns, loop prevention and parking apply as
+usual. The read message is completed only after the runner returned:
+
+- forwarded or skipped: completed;
+- parked again by the runner: completed, because a fresh parked copy now exists (with a higher
+  sequence number, so this run never reads it back);
+- rejected without a ``deadLetterTarget`` (``MessageRejectedError``): the batch is narrowed to
+  single messages and the rejected ones are left where they were;
+- any other error of the runner (a transient send failure, an unreachable parking queue): the
+  batch is abandoned and the redrive stops with :class:`RedriveStoppedError`. Nothing is lost;
+  replicas sent before the stop are dropped by duplicate-detecting targets on the next run,
+  because they keep their MessageId. Against targets without duplicate detection a redrive, like
+  any redelivery, can produce a second copy.
+
+How the messages are read, and what that costs other tasks' messages
+--------------------------------------------------------------------
+
+Service Bus cannot lock a chosen message (only deferred ones, by sequence number), and a
+receiver takes messages in order. So a redrive first **surveys** the entity with peeks (no
+lock, no delivery count): the sequence numbers of this task's messages present at that moment
+(at most ``--max``), their reasons and enqueue times. ``--dry-run`` stops there. The redrive
+then receives in peek-lock mode, never more messages at a time than it still wants (its next
+ones lie at least that far ahead, so nothing behind its last message is ever locked), and
+
+- processes the surveyed messages of the task;
+- **holds** (keeps locked, without settling) every other message it receives: other tasks'
+  messages, and this task's messages enqueued after the survey. Holding, instead of abandoning
+  at once, keeps them from being received again in the same run. Locks are renewed by the
+  SDK's ``AutoLockRenewer`` while the run lasts;
+- stops once every surveyed message was handled; or when a receive returns nothing (the rest
+  is locked by another receiver or was settled meanwhile: reported as "not reached"); or when a
+  sequence number comes back (a held lock was lost: a safety net, reported the same way);
+- finally abandons every held message.
+
+The limit: an abandon counts as a delivery. Each redrive of a task that has to pass over
+another task's messages in a shared parking queue adds one to the delivery count of those lying
+before its last message (the survey reports how many: "passed over"); when that reaches the
+queue's ``maxDeliveryCount`` the broker moves the message to the parking queue's own dead-letter
+queue, where it is not lost but no longer visible to ``--from parked``. Deferring them instead
+would hide them from every other reader; dead-lettering them would be worse. Hence: give each
+task its own parking queue where you can, otherwise a high ``maxDeliveryCount`` on the shared
+one, and check the dry run's "passed over" figure.
+
+Errors reading or settling (broker unreachable, entity missing, lock lost on completion) also
+end in :class:`RedriveStoppedError` with the counts so far; settling is never retried blindly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import enum
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+
+from azure.servicebus import (
+    AutoLockRenewer,
+    ServiceBusClient,
+    ServiceBusReceivedMessage,
+    ServiceBusReceiver,
+)
+
+from replication.envelope import Envelope
+from replication.exceptions import (
+    ConfigurationError,
+    ForwardError,
+    MessageRejectedError,
+    ReplicationError,
+)
+from replication.properties import DEAD_LETTER_SOURCE, unparked
+from replication.runtime import BatchOutcome, TaskRunner
+from replication.topology import EntityRef, NamespaceKind, ResolvedTask, Topology
+from replication.values import as_text
+
+from ._common import decode_properties
+from .connections import servicebus_client
+from .errors import translate
+from .receivers import source_receiver
+from .senders import SenderFactory
+from .servicebus import envelope_from_received
+
+logger = logging.getLogger(__name__)
+
+PEEK_PAGE = 250
+"""Messages per peek while surveying."""
+
+LOCK_RENEWAL_SECONDS = 3600.0
+"""How long held and in-flight locks are renewed; a run that takes longer loses them (and
+stops at the first sequence number that comes back)."""
+
+
+class RedriveOrigin(enum.StrEnum):
+    """Where the messages to redrive wait."""
+
+    DEAD_LETTER = "dead-letter"
+    """The dead-letter queue of the task's own Service Bus source."""
+    PARKED = "parked"
+    """The task's ``deadLetterTarget``, filtered by ``repl-dead-letter-source``."""
+
+
+class RedriveStoppedError(ReplicationError):
+    """The redrive stopped early (transient failure, broker unreachable); nothing was lost.
+
+    ``report`` holds the counts up to the stop; the messages not completed are still where
+    they were. Running the redrive again continues.
+    """
+
+    retryable = True
+
+    def __init__(self, message: str, report: RedriveReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RedriveSource:
+    """One task's messages in one entity: where to read them and how to recognize them."""
+
+    task: ResolvedTask
+    origin: RedriveOrigin
+    entity: EntityRef
+    """The entity read: the source with ``dead_letter_queue`` set, or the parking queue."""
+
+    @property
+    def label(self) -> str:
+        return self.entity.describe()
+
+    def belongs(self, properties: Mapping[str, object]) -> bool:
+        """Whether a message with these application properties is this task's."""
+        if self.origin is RedriveOrigin.DEAD_LETTER:
+            return True
+        value = properties.get(DEAD_LETTER_SOURCE)
+        return as_text(value, errors="replace") == self.task.spec.source.describe()
+
+
+def redrive_source(topology: Topology, task_name: str, origin: RedriveOrigin) -> RedriveSource:
+    """Where ``task_name``'s messages of ``origin`` are read.
+
+    Raises:
+        ConfigurationError: no such task; ``dead-letter`` for a source without a dead-letter
+            queue (an event hub, or a task that already reads one); ``parked`` for a task
+            without a Service Bus ``deadLetterTarget``.
+    """
+    names = [task.name for task in topology.tasks]
+    if task_name not in names:
+        close = difflib.get_close_matches(task_name, names, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ConfigurationError(f"unknown task '{task_name}'{hint}; known: {', '.join(names)}")
+    task = topology.resolved(task_name)
+    source = task.spec.source
+    if origin is RedriveOrigin.DEAD_LETTER:
+        if topology.namespace(source.namespace).kind is NamespaceKind.EVENTHUBS:
+            raise ConfigurationError(
+                f"task {task_name} reads event hub {source.describe()}, which has no "
+                "dead-letter queue; use --from parked"
+            )
+        if source.dead_letter_queue:
+            raise ConfigurationError(
+                f"task {task_name} already reads the dead-letter queue {source.describe()}; "
+                "a dead-letter queue has none of its own"
+            )
+        return RedriveSource(task, origin, source.model_copy(update={"dead_letter_queue": True}))
+    parking = task.spec.dead_letter_target
+    if parking is None:
+        raise ConfigurationError(f"task {task_name} has no deadLetterTarget to redrive from")
+    if topology.namespace(parking.namespace).kind is NamespaceKind.EVENTHUBS:
+        raise ConfigurationError(
+            f"task {task_name} parks in event hub {parking.describe()}, which cannot be read "
+            "back message by message"
+        )
+    return RedriveSource(task, origin, parking)
+
+
+@dataclasses.dataclass(slots=True)
+class Survey:
+    """What a peek over the entity found (nothing locked, nothing counted as delivered)."""
+
+    wanted: list[int] = dataclasses.field(default_factory=list)
+    """Sequence numbers of the task's messages to redrive, oldest first (at most ``--max``)."""
+    reasons: Counter[str] = dataclasses.field(default_factory=Counter)
+    """``DeadLetterReason`` of the wanted messages."""
+    first_enqueued: datetime | None = None
+    last_enqueued: datetime | None = None
+    beyond_max: int = 0
+    """The task's messages left out by ``--max``."""
+    others: int = 0
+    """Messages of other tasks (a shared parking queue)."""
+    passed_over: int = 0
+    """Of ``others``, those before the last wanted message: a redrive locks and abandons them."""
+    _others_since_wanted: int = 0
+
+    def add(self, message: ServiceBusReceivedMessage, *, mine: bool, limit: int | None) -> None:
+        """Count one peeked message, in sequence order."""
+        number = message.sequence_number
+        if number is None:
+            return
+        if not mine:
+            self.others += 1
+            self._others_since_wanted += 1
+            return
+        if limit is not None and len(self.wanted) >= limit:
+            self.beyond_max += 1
+            return
+        self.wanted.append(number)
+        self.passed_over += self._others_since_wanted
+        self._others_since_wanted = 0
+        self.reasons[as_text(message.dead_letter_reason, errors="replace") or "(none)"] += 1
+        enqueued = message.enqueued_time_utc
+        if enqueued is not None:
+            if self.first_enqueued is None or enqueued < self.first_enqueued:
+                self.first_enqueued = enqueued
+            if self.last_enqueued is None or enqueued > self.last_enqueued:
+                self.last_enqueued = enqueued
+
+
+@dataclasses.dataclass(slots=True)
+class RedriveReport:
+    """Counts of a redrive. ``forwarded`` and ``skipped`` count the pattern's decisions (one
+    per message and target), the others count messages."""
+
+    read: int = 0
+    """The task's messages received (locked) from the entity."""
+    forwarded: int = 0
+    skipped: int = 0
+    parked_again: int = 0
+    rejected: int = 0
+    """Left in place: the runner rejected them and the task has no ``deadLetterTarget``, or
+    they cannot be converted (an AMQP value body)."""
+    left_for_other_tasks: int = 0
+    passed_over: int = 0
+    """Other messages locked on the way and abandoned (their delivery count went up by one)."""
+    not_reached: int = 0
+    """Surveyed messages of the task not completed by this run (see the module docstring)."""
+
+    def add(self, outcome: BatchOutcome) -> None:
+        self.forwarded += outcome.forwarded
+        self.skipped += outcome.skipped
+        self.parked_again += len(outcome.dead_lettered)
+
+
+ProgressCallback = Callable[[RedriveReport], None]
+
+_Item = tuple[ServiceBusReceivedMessage, Envelope]
+
+
+class Redriver:
+    """Surveys and redrives one task's messages: :meth:`survey`, then :meth:`redrive`, then
+    :meth:`close` (``contextlib.closing`` does)."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        source: RedriveSource,
+        environ: Mapping[str, str] | None = None,
+        *,
+        batch_size: int = 100,
+        wait_seconds: float = 5.0,
+    ) -> None:
+        self._topology = topology
+        self._source = source
+        self._environ = None if environ is None else dict(environ)
+        self._batch_size = batch_size
+        self._wait = wait_seconds
+        self._client: ServiceBusClient | None = None
+        self._factory: SenderFactory | None = None
+
+    @property
+    def source(self) -> RedriveSource:
+        return self._source
+
+    def _servicebus(self) -> ServiceBusClient:
+        if self._client is None:
+            namespace = self._topology.namespace(self._source.entity.namespace)
+            self._client = servicebus_client(namespace, self._environ)
+        return self._client
+
+    def survey(self, *, limit: int | None = None) -> Survey:
+        """Peek through the whole entity (see the module docstring); ``limit`` caps the
+        task's messages taken into ``wanted``.
+
+        Raises:
+            RedriveStoppedError: the entity cannot be read.
+        """
+        survey = Survey()
+        try:
+            with self._sdk_errors():
+                receiver = source_receiver(self._servicebus(), self._source.entity, wait=self._wait)
+                with receiver:
+                    start = 1
+                    while page := receiver.peek_messages(
+                        max_message_count=PEEK_PAGE, sequence_number=start
+                    ):
+                        for message in page:
+                            properties = decode_properties(message.application_properties)
+                            survey.add(message, mine=self._source.belongs(properties), limit=limit)
+                        start = max(m.sequence_number or 0 for m in page) + 1
+        except ForwardError as error:
+            raise RedriveStoppedError(
+                f"cannot read {self._source.label}: {error}", RedriveReport()
+            ) from error
+        return survey
+
+    def redrive(
+        self, survey: Survey, *, on_progress: ProgressCallback | None = None
+    ) -> RedriveReport:
+        """Receive and redrive the surveyed messages (see the module docstring).
+
+        Raises:
+            RedriveStoppedError: the runner failed with anything but a rejection, or the
+                entity could not be read or settled; ``report`` has the counts so far.
+        """
+        report = RedriveReport(left_for_other_tasks=survey.others)
+        wanted = set(survey.wanted)
+        if not wanted:
+            return report
+        if self._factory is None:
+            self._factory = SenderFactory(self._topology, self._environ)
+        runner = self._factory.runner(self._source.task)
+        held: dict[int, ServiceBusReceivedMessage] = {}
+        kept: dict[int, ServiceBusReceivedMessage] = {}
+        renewer = AutoLockRenewer(max_lock_renewal_duration=LOCK_RENEWAL_SECONDS)
+        try:
+            with self._sdk_errors():
+                receiver = source_receiver(
+                    self._servicebus(),
+                    self._source.entity,
+                    wait=self._wait,
+                    auto_lock_renewer=renewer,
+                )
+                with receiver:
+                    try:
+                        self._receive(receiver, runner, wanted, held, kept, report, on_progress)
+                    finally:
+                        report.passed_over = len(held)
+                        for message in [*held.values(), *kept.values()]:
+                            _abandon(receiver, message)
+        except ReplicationError as error:
+            report.not_reached = len(wanted)
+            raise RedriveStoppedError(
+                f"redrive of task {self._source.task.name} stopped: {error}; the messages not "
+                f"completed are still in {self._source.label}, run again to continue",
+                report,
+            ) from error
+        finally:
+            renewer.close()
+        report.not_reached = len(wanted)
+        return report
+
+    def _receive(
+        self,
+        receiver: ServiceBusReceiver,
+        runner: TaskRunner,
+        wanted: set[int],
+        held: dict[int, ServiceBusReceivedMessage],
+        kept: dict[int, ServiceBusReceivedMessage],
+        report: RedriveReport,
+        on_progress: ProgressCallback | None,
+    ) -> None:
+        seen: set[int] = set()
+        while wanted:
+            # Never more than the task still wants: its next messages lie at least that far
+            # ahead, so nothing behind its last message is locked.
+            messages = receiver.receive_messages(
+                max_message_count=min(self._batch_size, len(wanted)), max_wait_time=self._wait
+            )
+            if not messages:
+                logger.warning(
+                    "%s: %d surveyed message(s) not received (locked elsewhere or settled)",
+                    self._source.label,
+                    len(wanted),
+                )
+                return
+            batch: list[_Item] = []
+            repeated = False
+            for message in messages:
+                number = message.sequence_number or 0
+                repeated = repeated or number in seen
+                seen.add(number)
+                if number not in wanted:
+                    held[number] = message  # a repeat replaces the entry whose lock was lost
+                    continue
+                report.read += 1
+                try:
+                    batch.append((message, unparked(envelope_from_received(message))))
+                except MessageRejectedError as error:
+                    self._keep(message, error, wanted, kept, report)
+            if batch:
+                self._run(receiver, runner, batch, wanted, kept, report)
+            if on_progress is not None:
+                on_progress(report)
+            if repeated:
+                logger.warning(
+                    "%s: a held message came back (its lock was lost); stopping this pass",
+                    self._source.label,
+                )
+                return
+
+    def _run(
+        self,
+        receiver: ServiceBusReceiver,
+        runner: TaskRunner,
+        batch: list[_Item],
+        wanted: set[int],
+        kept: dict[int, ServiceBusReceivedMessage],
+        report: RedriveReport,
+    ) -> None:
+        """Run ``batch`` through the runner and complete it; a rejection (no deadLetterTarget)
+        is narrowed to single messages, any other error abandons the batch and propagates."""
+        try:
+            outcome = runner.run([envelope for _, envelope in batch])
+        except MessageRejectedError as error:
+            if len(batch) == 1:
+                self._keep(batch[0][0], error, wanted, kept, report)
+                return
+            for item in batch:
+                self._run(receiver, runner, [item], wanted, kept, report)
+            return
+        except ReplicationError:
+            for message, _ in batch:
+                _abandon(receiver, message)
+            raise
+        report.add(outcome)
+        for message, _ in batch:
+            receiver.complete_message(message)
+            wanted.discard(message.sequence_number or 0)
+
+    def _keep(
+        self,
+        message: ServiceBusReceivedMessage,
+        error: MessageRejectedError,
+        wanted: set[int],
+        kept: dict[int, ServiceBusReceivedMessage],
+        report: RedriveReport,
+    ) -> None:
+        logger.warning(
+            "%s: message %s cannot be replicated and stays: %s: %s",
+            self._source.label,
+            message.message_id,
+            error.reason,
+            error,
+        )
+        number = message.sequence_number or 0
+        kept[number] = message
+        wanted.discard(number)
+        report.rejected += 1
+
+    @contextlib.contextmanager
+    def _sdk_errors(self) -> Iterator[None]:
+        """SDK errors of reading and settling, translated (library errors pass unchanged)."""
+        try:
+            yield
+        except ReplicationError:
+            raise
+        except Exception as error:
+            raise translate(error, target=self._source.label) from error
+
+    def close(self) -> None:
+        """Close the senders and the client."""
+        if self._factory is not None:
+            self._factory.close()
+            self._factory = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _abandon(receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage) -> None:
+    # Best effort: a lock that is already gone released the message anyway.
+    try:
+        receiver.abandon_message(message)
+    except Exception as error:
+        logger.debug("abandon of message %s failed: %s", message.sequence_number, error)
+
+
+__all__ = [
+    "ProgressCallback",
+    "RedriveOrigin",
+    "RedriveReport",
+    "RedriveSource",
+    "RedriveStoppedError",
+    "Redriver",
+    "Survey",
+    "redrive_source",
+]

@@ -13,7 +13,30 @@ with the SDKs, with the host's semantics:
   retry policy of the Functions trigger. Positions are checkpointed in blob storage when the
   ``AzureWebJobsStorage`` setting names an account (Azurite locally; see
   :mod:`replication.transport.checkpoints`); without it a restarted run starts from the
-  beginning of every partition.
+  beginning of every partition. An event the converter rejects (see below) is logged and
+  skipped: Event Hubs has no dead-letter queue.
+
+Messages the SDK cannot decode (azure-servicebus 7.15.0, measured against the emulator in
+``tests/e2e/test_poison_messages.py``; azure-eventhub 5.15.1 has the same decoder tables, not
+measured) never reach the converters, because the SDK decodes every transfer inside
+``receive_messages``, before any per-message handling:
+
+- an application property (or any other section value) of type **char, decimal32 or
+  decimal64**: the SDK's decoder has no entry for these constructors (0x73, 0x74, 0x84), the
+  ``TypeError`` shuts the handler down and ``receive_messages`` raises ``ServiceBusError``
+  ("Handler failed: 'NoneType' object is not callable."); ``peek_messages`` raises the same.
+- **decimal128** (0x94), even one the SDK encoded itself: its decoder reads the exponent wrongly
+  and raises ``ValueError`` ("Invalid AMQP decimal128 encoding"), which the receive client takes
+  for its own timeout signal: the handler shuts down *without an error* and every later
+  ``receive_messages`` on that receiver returns ``[]`` at once, forever. ``peek_messages``
+  raises ``ServiceBusError`` ("Handler failed: Invalid AMQP decimal128 encoding ...").
+
+Either way the message stays locked, is redelivered when its lock expires, fails the same way,
+and reaches the dead-letter queue through ``MaxDeliveryCount`` (where reading it fails again).
+Messages received together with it on the same link share its fate. Everything else the SDK
+decodes: maps and lists as application properties, non-UTF-8 binary in MessageId or in a
+property become :class:`~replication.exceptions.MessageRejectedError` in the converters and are
+dead-lettered with its reason.
 """
 
 from __future__ import annotations
@@ -85,7 +108,9 @@ def run_servicebus_source(
                     max_message_count=max_batch_size, max_wait_time=1
                 )
                 if messages:
-                    _handle_servicebus_batch(receiver, messages, handler, stats)
+                    _handle_servicebus_batch(
+                        receiver, messages, handler, stats, source=source.entity_path
+                    )
 
 
 def _receiver(
@@ -109,12 +134,14 @@ def _handle_servicebus_batch(
     messages: list[ServiceBusReceivedMessage],
     handler: BatchHandler,
     stats: ReceiveStats,
+    *,
+    source: str | None = None,
 ) -> None:
     envelopes: list[Envelope] = []
     accepted: list[ServiceBusReceivedMessage] = []
     for message in messages:
         try:
-            envelopes.append(envelope_from_received(message))
+            envelopes.append(envelope_from_received(message, source=source))
             accepted.append(message)
         except MessageRejectedError as error:
             logger.warning("dead-lettering message %s: %s", message.message_id, error)
@@ -166,10 +193,20 @@ def run_event_hub_source(
     def on_batch(context: PartitionContext, events: list[EventData]) -> None:
         if not events:
             return
-        envelopes = [
-            envelope_from_event(event, context.partition_id, source=source.entity_path)
-            for event in events
-        ]
+        envelopes = []
+        for event in events:
+            try:
+                envelopes.append(
+                    envelope_from_event(event, context.partition_id, source=source.entity_path)
+                )
+            except MessageRejectedError as error:
+                logger.error(
+                    "partition %s: skipping event %s (%s): %s",
+                    context.partition_id,
+                    event.sequence_number,
+                    error.reason,
+                    error,
+                )
         delay = RETRY_MIN_SECONDS
         while not stop.is_set():
             try:

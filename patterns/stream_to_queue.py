@@ -5,7 +5,7 @@ and a session/partition key for ordering; the transport derives them from the ev
 system property, else its position ``NAMESPACE/HUB/PARTITION/SEQUENCE``; the event's partition
 key) as the official .NET replication library does, except that the library's bare offset
 repeats across partitions and is -1 on geo-replicated namespaces (see
-``replication.transport.servicebus.event_message_id``). This pattern only applies loop
+``replication.transport.servicebus.position_message_id``). This pattern only applies loop
 prevention and stamping.
 """
 

@@ -151,30 +151,39 @@ def format_timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _text(value: PropertyValue) -> str:
-    return as_text(value) or ""
+def _text(value: PropertyValue, name: str) -> str:
+    """The text of replication property ``name``; binary that is not UTF-8 is malformed."""
+    try:
+        return as_text(value) or ""
+    except UnicodeDecodeError:
+        raise MalformedReplicationPropertyError(
+            f"{name} must be text, got binary that is not UTF-8: {bytes(value)!r}"
+        ) from None
 
 
-def _split(value: PropertyValue) -> tuple[str, ...]:
-    return tuple(part for part in _text(value).split(SEPARATOR) if part)
+def _split(value: PropertyValue, name: str) -> tuple[str, ...]:
+    return tuple(part for part in _text(value, name).split(SEPARATOR) if part)
 
 
 def read_state(properties: Mapping[str, PropertyValue]) -> ReplicationState:
     """Parse the replication properties of a message.
 
     Raises:
-        MalformedReplicationPropertyError: ``repl-hops`` is not a non-negative integer.
+        MalformedReplicationPropertyError: ``repl-hops`` is not a non-negative integer, or
+            ``repl-origin``, ``repl-path`` or ``repl-target`` is binary that is not UTF-8.
     """
     origin_value = properties.get(REPL_ORIGIN)
-    origin = _text(origin_value) if origin_value not in (None, "", b"") else None
+    origin = _text(origin_value, REPL_ORIGIN) if origin_value not in (None, "", b"") else None
     path_value = properties.get(REPL_PATH)
-    path = _split(path_value) if path_value is not None else ()
+    path = _split(path_value, REPL_PATH) if path_value is not None else ()
     hops_value = properties.get(REPL_HOPS)
     if hops_value is None:
         hops = 0
     else:
         try:
-            hops = int(_text(hops_value)) if not isinstance(hops_value, int) else hops_value
+            hops = (
+                int(_text(hops_value, REPL_HOPS)) if not isinstance(hops_value, int) else hops_value
+            )
         except ValueError:
             hops = -1
         if hops < 0 or isinstance(hops_value, bool):
@@ -182,15 +191,15 @@ def read_state(properties: Mapping[str, PropertyValue]) -> ReplicationState:
                 f"{REPL_HOPS} must be a non-negative integer, got {hops_value!r}"
             )
     target_value = properties.get(REPL_TARGET)
-    target = _text(target_value) if target_value is not None else None
+    target = _text(target_value, REPL_TARGET) if target_value is not None else None
     return ReplicationState(origin=origin, path=path, hops=hops, target=target)
 
 
 def _append(properties: Mapping[str, PropertyValue], name: str, value: str) -> str:
     previous = properties.get(name)
-    if previous is None or _text(previous) == "":
+    if previous is None or _text(previous, name) == "":
         return value
-    return f"{_text(previous)}{SEPARATOR}{value}"
+    return f"{_text(previous, name)}{SEPARATOR}{value}"
 
 
 def stamp(envelope: Envelope, *, source_namespace: str, target_namespace: str) -> Envelope:
@@ -199,6 +208,11 @@ def stamp(envelope: Envelope, *, source_namespace: str, target_namespace: str) -
     ``envelope`` is the message as received from ``source_namespace`` (its broker facts are
     the source's). The replica keeps every application property, including ``replication``,
     and gets the stamped properties described in the module docstring. The input is not changed.
+
+    Raises:
+        MalformedReplicationPropertyError: see :func:`read_state`; also when a property that
+            stamping appends to (``repl-enqueued-time``, ``repl-sequence``, ``repl-offset``) is
+            binary that is not UTF-8.
     """
     properties = envelope.application_properties
     state = read_state(properties)
@@ -229,7 +243,7 @@ def stamp(envelope: Envelope, *, source_namespace: str, target_namespace: str) -
 def source_enqueued_times(properties: Mapping[str, PropertyValue]) -> tuple[str, ...]:
     """The per-hop source enqueue times, oldest first (either spelling of the property)."""
     value = properties.get(REPL_ENQUEUED_TIME, properties.get(REPL_ENQUEUE_TIME_DOCS_SPELLING))
-    return () if value is None else tuple(_text(value).split(SEPARATOR))
+    return () if value is None else tuple(_text(value, REPL_ENQUEUED_TIME).split(SEPARATOR))
 
 
 def without_replication_properties(

@@ -1,9 +1,9 @@
-"""Helpers shared by the SDK converters: body joining and bytes-to-str decoding."""
+"""Helpers shared by the SDK converters: body joining and the text of message properties."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from collections.abc import Iterable
+from typing import Any
 
 from replication.exceptions import MessageRejectedError
 from replication.values import as_text
@@ -15,34 +15,24 @@ class UnsupportedBodyError(MessageRejectedError):
     reason = "UnsupportedBodyType"
 
 
-def text(value: Any) -> str | None:
-    """A str from a str, bytes (UTF-8) or None; other values are formatted with ``str``."""
-    return as_text(value)
+class UndecodableFieldError(MessageRejectedError):
+    """A message property that is text by contract (MessageId, CorrelationId, ...) holds binary
+    that is not UTF-8: no replica could carry it unchanged."""
+
+    reason = "UndecodableMessageField"
 
 
-def _decoded(value: Any) -> Any:
-    # The SDKs decode AMQP strings as bytes; genuine binary values that are not UTF-8 stay bytes.
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return value
-    return value
+def text(value: Any, name: str = "value") -> str | None:
+    """A str from a str, bytes (UTF-8) or None; other values (AMQP also allows ulong, uuid and
+    binary message-ids) are formatted with ``str``. ``name`` says which field, for the error.
 
-
-def decode_properties(properties: Mapping[Any, Any] | None) -> dict[str, Any]:
-    """Application properties with str keys and str (not bytes) string values."""
-    if not properties:
-        return {}
-    return {
-        key.decode("utf-8") if isinstance(key, bytes) else str(key): _decoded(value)
-        for key, value in properties.items()
-    }
-
-
-def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
-    """A mutable copy of application properties, typed as the SDK constructors declare them."""
-    return cast("dict[str | bytes, Any]", dict(properties))
+    Raises:
+        UndecodableFieldError: ``value`` is binary that is not UTF-8.
+    """
+    try:
+        return as_text(value)
+    except UnicodeDecodeError:
+        raise UndecodableFieldError(f"{name} {bytes(value)!r} is binary, not UTF-8 text") from None
 
 
 def body_bytes(body: Any, body_type_name: str) -> bytes:

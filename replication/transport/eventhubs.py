@@ -1,7 +1,11 @@
 """Conversions between :class:`Envelope` and ``azure.eventhub.EventData``.
 
 Event Hubs carries no TTL, session, scheduling or dead-letter facts; an envelope's partition key
-is not a property of the event but of the batch it is sent in (the sender groups by it).
+is not a property of the event but of the batch it is sent in (the sender groups by it). A replica
+of a message or event without message-id gets the stable id of its source position
+(:func:`replication.transport.servicebus.replica_ids`), as a Service Bus replica does.
+Application properties are converted as :mod:`._properties` describes; an event that cannot be
+copied faithfully raises :class:`~replication.exceptions.MessageRejectedError`.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from azure.eventhub import EventData
 
 from replication.envelope import Envelope
 
-from ._common import body_bytes, decode_properties, sdk_properties, text
+from ._common import body_bytes, text
+from ._properties import decode_properties, sdk_properties
+from .servicebus import replica_ids
 
 _MESSAGE_PROPERTY_FIELDS = ("subject", "to", "reply_to")
 
@@ -27,13 +33,13 @@ def envelope_from_event(
     extra: dict[str, Any] = {}
     if amqp_properties is not None:
         for name in _MESSAGE_PROPERTY_FIELDS:
-            extra[name] = text(getattr(amqp_properties, name, None))
+            extra[name] = text(getattr(amqp_properties, name, None), name)
     return Envelope(
         body=body_bytes(event.body, event.body_type.value),
-        message_id=text(event.message_id),
-        correlation_id=text(event.correlation_id),
-        content_type=text(event.content_type),
-        partition_key=text(event.partition_key),
+        message_id=text(event.message_id, "message-id"),
+        correlation_id=text(event.correlation_id, "correlation-id"),
+        content_type=text(event.content_type, "content-type"),
+        partition_key=text(event.partition_key, "partition key"),
         application_properties=decode_properties(event.properties),
         enqueued_time_utc=event.enqueued_time,
         sequence_number=event.sequence_number,
@@ -45,12 +51,18 @@ def envelope_from_event(
 
 
 def to_event_data(envelope: Envelope) -> EventData:
-    """The ``EventData`` replica of ``envelope`` (partition key: see the module docstring)."""
+    """The ``EventData`` replica of ``envelope`` (partition key and message-id: see the module
+    docstring).
+
+    Raises:
+        UnsupportedPropertyError: an application property no AMQP simple type can carry.
+    """
     event = EventData(envelope.body)
     if envelope.application_properties:
         event.properties = sdk_properties(envelope.application_properties)
-    if envelope.message_id is not None:
-        event.message_id = envelope.message_id
+    message_id = replica_ids(envelope)[0]
+    if message_id is not None:
+        event.message_id = message_id
     if envelope.content_type is not None:
         event.content_type = envelope.content_type
     if envelope.correlation_id is not None:

@@ -52,7 +52,8 @@ from replication.envelope import MESSAGE_FIELDS, Envelope
 from replication.exceptions import ReplicationError
 from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
 
-from ._common import decode_properties, text
+from ._common import text
+from ._properties import decode_properties
 
 logger = logging.getLogger(__name__)
 

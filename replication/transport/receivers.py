@@ -23,6 +23,31 @@ with the SDKs, with the host's semantics, and never give up:
 Every loop runs under :func:`supervise`: whatever the broker or a message does to it (a
 namespace restart, a dropped connection, an error inside the SDK), it reconnects with backoff
 and reports the failure in the task's :class:`~replication.task_status.TaskStatus`.
+
+Messages the SDK cannot decode (azure-servicebus 7.15.0, measured against the emulator in
+``tests/e2e/test_poison_messages.py``; azure-eventhub 5.15.1 has the same decoder tables, not
+measured) never reach the converters, because the SDK decodes every transfer inside
+``receive_messages``, before any per-message handling:
+
+- an application property (or any other section value) of type **char, decimal32 or
+  decimal64**: the SDK's decoder has no entry for these constructors (0x73, 0x74, 0x84), the
+  ``TypeError`` shuts the handler down and ``receive_messages`` raises ``ServiceBusError``
+  ("Handler failed: 'NoneType' object is not callable."); ``peek_messages`` raises the same.
+- **decimal128** (0x94), even one the SDK encoded itself: its decoder reads the exponent wrongly
+  and raises ``ValueError`` ("Invalid AMQP decimal128 encoding"), which the receive client takes
+  for its own timeout signal: the handler shuts down *without an error* and every later
+  ``receive_messages`` on that receiver returns ``[]`` at once, forever. ``peek_messages``
+  raises ``ServiceBusError`` ("Handler failed: Invalid AMQP decimal128 encoding ...").
+
+Either way the message stays locked, is redelivered when its lock expires, fails the same way,
+and reaches the dead-letter queue through ``MaxDeliveryCount`` (where reading it fails again).
+The loop survives both: :func:`supervise` reconnects after the error, and a receiver that
+returns empty at once several times in a row is treated as dead and replaced. Between two
+expiries of the poison message's lock, the other messages flow.
+Messages received together with it on the same link share its fate. Everything else the SDK
+decodes: maps and lists as application properties, non-UTF-8 binary in MessageId or in a
+property become :class:`~replication.exceptions.MessageRejectedError` in the converters and are
+dead-lettered with its reason.
 """
 
 from __future__ import annotations
@@ -61,6 +86,9 @@ RETRY_MIN_SECONDS = 5.0
 RETRY_MAX_SECONDS = 300.0
 RECONNECT_MIN_SECONDS = 1.0
 RECONNECT_MAX_SECONDS = 60.0
+RECEIVE_WAIT_SECONDS = 1.0
+DEAD_RECEIVER_EMPTIES = 5
+"""Empty receives in a row, each back in under a tenth of the wait, that mark a dead receiver."""
 LOUD_AFTER_FAILURES = 3
 """Failures in a row after which a task is reported at ERROR: it is not making progress."""
 
@@ -77,10 +105,13 @@ def supervise(
     """Run ``loop`` until ``stop`` is set, restarting it with backoff whenever it fails."""
     delay = min_delay
     while not stop.is_set():
+        started = time.monotonic()
         try:
             loop()
             delay = min_delay
         except Exception as error:
+            if time.monotonic() - started > max_delay:
+                delay = min_delay  # it worked for a while: a new incident, not the same one
             failures = status.record_failure(error, restart=True)
             level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
             logger.log(
@@ -112,15 +143,21 @@ def run_servicebus_source(
     with servicebus_client(namespace, environ) as client:
         receiver = source_receiver(client, source, wait=1)
         with receiver:
+            instant_empties = 0
             while not stop.is_set():
+                asked = time.monotonic()
                 messages = receiver.receive_messages(
-                    max_message_count=max_batch_size, max_wait_time=1
+                    max_message_count=max_batch_size, max_wait_time=RECEIVE_WAIT_SECONDS
                 )
                 if not messages:
+                    instant_empties = _check_alive(asked, instant_empties)
                     status.touch()  # connected, and nothing is failing over and over
                     continue
+                instant_empties = 0
                 with LockKeeper(receiver, messages, limit=lock_renewal_seconds):
-                    outcome = _run_servicebus_batch(receiver, messages, runner, status)
+                    outcome = _run_servicebus_batch(
+                        receiver, messages, runner, source=source.entity_path
+                    )
                 _settle_batch(receiver, outcome, runner, status)
 
 
@@ -186,6 +223,19 @@ class LockKeeper:
         return max(0.2, remaining / 2)
 
 
+def _check_alive(asked: float, instant_empties: int) -> int:
+    """Count receives that came back empty at once; a receiver whose link the SDK shut down
+    without an error (a decimal128 property does that) does only that, forever."""
+    if time.monotonic() - asked >= RECEIVE_WAIT_SECONDS / 10:
+        return 0
+    if instant_empties + 1 >= DEAD_RECEIVER_EMPTIES:
+        raise ConnectionError(
+            "the receiver returns nothing at once: the SDK shut its link down "
+            "(a message it cannot decode?); reconnecting"
+        )
+    return instant_empties + 1
+
+
 def _receiver(
     client: ServiceBusClient,
     entity: str,
@@ -248,13 +298,14 @@ def _run_servicebus_batch(
     receiver: ServiceBusReceiver,
     messages: list[ServiceBusReceivedMessage],
     runner: TaskRunner,
-    status: TaskStatus,
+    *,
+    source: str | None = None,
 ) -> _ServiceBusBatch:
     envelopes: list[Envelope] = []
     batch = _ServiceBusBatch([], [], None)
     for message in messages:
         try:
-            envelopes.append(envelope_from_received(message))
+            envelopes.append(envelope_from_received(message, source=source))
             batch.accepted.append(message)
         except MessageRejectedError as error:
             batch.unreadable.append((message, error))

@@ -92,7 +92,7 @@ from replication.runtime import BatchOutcome, TaskRunner
 from replication.topology import EntityRef, NamespaceKind, ResolvedTask, Topology
 from replication.values import as_text
 
-from ._common import decode_properties
+from ._properties import decode_properties
 from .connections import servicebus_client
 from .errors import translate
 from .receivers import source_receiver

@@ -50,6 +50,15 @@ def region(name: str) -> dict[str, Any]:
             {"Name": "poison", "Properties": {"MaxDeliveryCount": 3, "LockDuration": "PT5S"}},
             {"Name": "short-lived", "Properties": {"DeadLetteringOnMessageExpiration": True}},
             {"Name": "deduplicated", "Properties": {"RequiresDuplicateDetection": True}},
+            {"Name": "types-in", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "types-out", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "ids-in", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "ids-out", "Properties": {"RequiresDuplicateDetection": True}},
+            {"Name": "poison-values", "Properties": dict(QUEUE_PROPERTIES)},
+            *(
+                {"Name": f"undecodable-{kind}", "Properties": {"LockDuration": "PT2S"}}
+                for kind in ("char", "decimal64", "decimal128")
+            ),
             {"Name": "locks", "Properties": {"LockDuration": "PT5S"}},
             {"Name": "scheduled", "Properties": dict(QUEUE_PROPERTIES)},
             {"Name": "deferred", "Properties": dict(QUEUE_PROPERTIES)},

@@ -132,3 +132,43 @@ def read_events(connection: str, wanted: Any, **receive_options: Any) -> list[Ev
     consumer.close()
     worker.join(timeout=10)
     return found
+
+
+def test_a_message_without_message_id_keeps_one_replica_across_redeliveries(regions: Any) -> None:
+    """Its replica's MessageId is its source position, the same on every delivery, so the
+    target's duplicate detection drops the copy a redelivery sends again. (Without one, the SDK
+    gives every ``ServiceBusMessage`` built without a MessageId a new random UUID: its
+    constructor runs the ``scheduled_enqueue_time_utc`` setter, which does that. So the source
+    message is sent with proton, which sends none.)"""
+    proton = pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
+    blocking = pytest.importorskip("proton.utils")
+    connection = blocking.BlockingConnection(
+        f"amqp://127.0.0.1:{regions.port('weu')}", allowed_mechs="ANONYMOUS"
+    )
+    try:
+        connection.create_sender("ids-in").send(proton.Message(body=b"no id", inferred=True))
+    finally:
+        connection.close()
+    with ServiceBusClient.from_connection_string(regions.connection_string("weu")) as client:
+        replicas = []
+        with client.get_queue_receiver("ids-in", max_wait_time=5) as receiver:
+            for attempt in range(2):
+                (received,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+                assert received.message_id is None
+                assert received.delivery_count == attempt
+                envelope = envelope_from_received(received, source="weu/ids-in")
+                replicas.append(to_servicebus_message(envelope))
+                with client.get_queue_sender("ids-out") as sender:
+                    sender.send_messages(replicas[-1])
+                if attempt == 0:
+                    receiver.abandon_message(received)  # the batch failed: redelivered
+                else:
+                    receiver.complete_message(received)
+        expected = f"weu/ids-in/{envelope.sequence_number}"
+        assert [replica.message_id for replica in replicas] == [expected, expected]
+        assert to_event_data(envelope).message_id == expected
+        with client.get_queue_receiver("ids-out", max_wait_time=3) as receiver:
+            kept = receiver.receive_messages(max_message_count=10, max_wait_time=3)
+            for message in kept:
+                receiver.complete_message(message)
+    assert [message.message_id for message in kept] == [expected]

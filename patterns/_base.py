@@ -109,7 +109,11 @@ class Pattern(Generic[OptionsT]):
     - ``sql_conditions`` lists the SQL expressions among the options as (option path,
       expression), for ``lint-rules``;
     - ``check`` finds problems of the options against the task's targets, as (option path,
-      message); the topology reports them with the file and JSON path.
+      message); the topology reports them with the file and JSON path;
+    - ``fans_out``: every message goes to every target (no per-message choice of targets), so
+      the topology may run a task with several targets as one *lane* per target, each reading
+      its own subscription or consumer group (a dead target then holds back only its lane).
+      Patterns that choose targets per message (routing, validation) leave it False.
     """
 
     name: str
@@ -119,6 +123,7 @@ class Pattern(Generic[OptionsT]):
     subscription_rule: Callable[[OptionsT], RuleSpec | None] = no_subscription_rule
     sql_conditions: Callable[[OptionsT], Iterable[tuple[str, str]]] = no_sql_conditions
     check: Callable[[OptionsT, Sequence[Target]], Iterable[tuple[str, str]]] = no_checks
+    fans_out: bool = False
 
 
 __all__ = [

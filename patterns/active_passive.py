@@ -58,4 +58,5 @@ PATTERN: Pattern[ActivePassiveOptions] = Pattern(
     options_model=ActivePassiveOptions,
     plan=plan,
     subscription_rule=subscription_rule,
+    fans_out=True,
 )

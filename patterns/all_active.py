@@ -52,4 +52,5 @@ PATTERN: Pattern[AllActiveOptions] = Pattern(
     options_model=AllActiveOptions,
     plan=plan,
     subscription_rule=subscription_rule,
+    fans_out=True,
 )

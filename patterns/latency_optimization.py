@@ -20,4 +20,5 @@ PATTERN: Pattern[LatencyOptimizationOptions] = Pattern(
     summary="forward messages, including transit replicas, once to each namespace on the route",
     options_model=LatencyOptimizationOptions,
     plan=forward_every_message,
+    fans_out=True,
 )

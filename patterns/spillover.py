@@ -49,4 +49,5 @@ PATTERN: Pattern[SpilloverOptions] = Pattern(
     summary="send dead-lettered messages of the primary to a secondary region",
     options_model=SpilloverOptions,
     plan=plan,
+    fans_out=True,
 )

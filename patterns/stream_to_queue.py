@@ -24,4 +24,5 @@ PATTERN: Pattern[StreamToQueueOptions] = Pattern(
     summary="forward each event of an event hub as a Service Bus message",
     options_model=StreamToQueueOptions,
     plan=forward_every_message,
+    fans_out=True,
 )

@@ -25,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
         )
     for task in topology.tasks:
         targets = ", ".join(t.describe() for t in task.targets)
-        print(f"  task {task.name} [{task.pattern}]: {task.source.describe()} -> {targets}")
+        lane = topology.resolved(task).lane_of
+        of = f" (lane of {lane})" if lane else ""
+        print(f"  task {task.name}{of} [{task.pattern}]: {task.source.describe()} -> {targets}")
     for rule in sql_texts(topology):
         print(f"  rule {rule.rule_name} ({rule.where}): {rule.kind} {rule.expression}")
     return ExitCode.OK

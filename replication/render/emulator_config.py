@@ -5,7 +5,9 @@ and the official Event Hubs emulator schema (``UserConfig.NamespaceConfig``) in 
 with every namespace of the topology under its logical name: the project's own emulator serves
 them all, each on its own port. ``--official`` writes one file per namespace in the exact
 single-namespace form Microsoft's Docker emulators accept (namespace ``sbemulatorns`` /
-``emulatorNs1``), as used by ``infra/local/docker-compose.yml``.
+``emulatorNs1``), as used by ``infra/local/docker-compose.yml``; Microsoft's Service Bus emulator
+accepts ``MaxDeliveryCount`` 1-10 only, so there the delivery counts sized for the tasks' outage
+tolerance (often more) are capped at 10 (:data:`OFFICIAL_MAX_DELIVERY_COUNT`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from replication.topology import (
     EventHubSpec,
     NamespaceKind,
     NamespaceSpec,
+    QueueSpec,
+    SubscriptionSpec,
     Topology,
     materialize,
 )
@@ -46,6 +50,19 @@ def _rule(rule: RuleSpec) -> dict[str, Any]:
     return {"Name": rule.name, "Properties": properties}
 
 
+OFFICIAL_MAX_DELIVERY_COUNT = 10
+"""The largest ``MaxDeliveryCount`` Microsoft's Service Bus emulator accepts."""
+
+
+def _settings(entity: QueueSpec | SubscriptionSpec, *, official: bool) -> dict[str, Any]:
+    settings = pascal_case(entity_settings(entity))
+    if official:
+        settings["MaxDeliveryCount"] = min(
+            settings["MaxDeliveryCount"], OFFICIAL_MAX_DELIVERY_COUNT
+        )
+    return settings
+
+
 PREMIUM_MAX_MESSAGE_KB = 1024
 """Premium namespaces take 1 MB messages by default (Standard: 256 KB)."""
 
@@ -54,12 +71,13 @@ def servicebus_namespace(
     namespace: NamespaceSpec, name: str | None = None, *, official: bool = False
 ) -> dict[str, Any]:
     """One entry of ``UserConfig.Namespaces``; ``official`` leaves out this project's emulator's
-    extensions (the message size of a Premium namespace)."""
+    extensions (the message size of a Premium namespace) and keeps to the official emulator's
+    limits (delivery counts)."""
     queues = [
         {
             "Name": queue.name,
             "Properties": {
-                **pascal_case(entity_settings(queue)),
+                **_settings(queue, official=official),
                 "RequiresDuplicateDetection": queue.requires_duplicate_detection,
                 "DuplicateDetectionHistoryTimeWindow": iso_duration(
                     queue.duplicate_detection_history_time_window
@@ -83,7 +101,7 @@ def servicebus_namespace(
         subscriptions = [
             {
                 "Name": subscription.name,
-                "Properties": pascal_case(entity_settings(subscription)),
+                "Properties": _settings(subscription, official=official),
                 **({"Rules": [_rule(r) for r in subscription.rules]} if subscription.rules else {}),
             }
             for subscription in topic.subscriptions

@@ -8,18 +8,24 @@ path and what is wrong.
 
 Modules, in dependency order: ``_specs`` (namespaces and entities) and ``_tasks`` (tasks, and
 tasks resolved with their pattern's typed options) -> ``_topology`` (the document) ->
-``_errors`` / ``_checks`` (reporting and cross-references) -> ``_load``; ``_outage`` (retry
-budgets and delivery counts), ``_materialize`` (the subscriptions and consumer groups tasks
-need) and ``_sql`` (every SQL expression, for the linter) work on a loaded topology.
+``_errors`` / ``_checks`` (reporting and cross-references) -> ``_lanes`` (what each task runs
+as: one lane per target for fan-out tasks, the default parking queue) -> ``_load``;
+``_outage`` (retry budgets and delivery counts), ``_materialize`` (the subscriptions, consumer
+groups, delivery counts and parking queues tasks need) and ``_sql`` (every SQL expression, for
+the linter) work on a loaded topology. ``_names`` derives bounded, stable names.
+
+A loaded topology's ``tasks`` are the tasks that run: a fan-out task with several targets
+reading a subscription or consumer group is replaced by its lanes
+(``ResolvedTask.lane_of`` names the file's task; ``Topology.lanes(name)`` lists them).
 """
 
 from __future__ import annotations
 
-import re
-
 from ._errors import json_path
+from ._lanes import PARKING_QUEUE, lane_keys, splits
 from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse_topology
 from ._materialize import materialize
+from ._names import bounded, slug
 from ._outage import attempt_budget, required_delivery_count, tolerated_outage
 from ._specs import (
     DEFAULT_CONSUMER_GROUP,
@@ -35,15 +41,10 @@ from ._sql import sql_texts
 from ._tasks import ResolvedTask, RetrySpec, TaskSpec
 from ._topology import Topology
 
-
-def slug(name: str) -> str:
-    """A name made safe for Function names and Azure resource names (letters, digits, dashes)."""
-    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()
-
-
 __all__ = [
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
+    "PARKING_QUEUE",
     "TOPOLOGY_SETTING",
     "EntityRef",
     "EventHubSpec",
@@ -57,12 +58,15 @@ __all__ = [
     "TopicSpec",
     "Topology",
     "attempt_budget",
+    "bounded",
     "json_path",
+    "lane_keys",
     "load_topology",
     "materialize",
     "parse_topology",
     "required_delivery_count",
     "slug",
+    "splits",
     "sql_texts",
     "tolerated_outage",
 ]

@@ -2,7 +2,9 @@
 
 Names unique (case-insensitively, as Azure compares them), every reference to a namespace or
 entity resolvable with a "did you mean", sources and targets of the right kind, one task per
-subscription, and the pattern's own checks of a resolved task. Each failure is a
+subscription, an explicit ``maxDeliveryCount`` on a task's source large enough for the task's
+``retry.outageTolerance`` (see :mod:`._outage`), and the pattern's own checks of a resolved
+task. Each failure is a
 :class:`~replication.exceptions.ConfigurationError` naming the file and the JSON path.
 """
 
@@ -10,14 +12,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from datetime import timedelta
 from typing import NoReturn
 
 from pydantic.alias_generators import to_camel
 
 from replication.exceptions import ConfigurationError
 
-from ._specs import EntityRef, NamespaceKind
-from ._tasks import ResolvedTask
+from ._outage import required_delivery_count, tolerated_outage
+from ._specs import EntityRef, NamespaceKind, QueueSpec, SubscriptionSpec
+from ._tasks import ResolvedTask, TaskSpec
 from ._topology import Topology
 
 Fail = Callable[[str, str], NoReturn]
@@ -131,6 +135,7 @@ def check_resolved(topology: Topology, task: ResolvedTask, index: int, source: s
     for relative, message in task.pattern.check(task.options, task.context.targets):
         fail(f"{here}.options.{relative}", message)
     _check_managed_subscription(topology, task, here, fail)
+    _check_delivery_count(topology, task.spec, fail)
 
 
 def _check_managed_subscription(
@@ -150,6 +155,56 @@ def _check_managed_subscription(
                     f"subscription '{subscription.name}' gets its loop-prevention rule from "
                     f"task '{task.name}' (pattern {task.spec.pattern}); remove its 'rules'",
                 )
+
+
+def _check_delivery_count(topology: Topology, task: TaskSpec, fail: Fail) -> None:
+    """An explicit ``maxDeliveryCount`` on the queue or subscription a Service Bus task reads
+    must ride out the task's ``retry.outageTolerance`` (an implicit one is raised to it by
+    ``materialize``). A dead-letter queue source is exempt: the entity's delivery count
+    belongs to its own consumers."""
+    source = task.source
+    location = _declared_source_path(topology, source)
+    if location is None or source.dead_letter_queue:
+        return
+    entity, path = location
+    if "max_delivery_count" not in entity.model_fields_set:
+        return
+    have = entity.max_delivery_count
+    need = required_delivery_count(topology, task)
+    if have >= need:
+        return
+    rides_out = _whole_seconds(tolerated_outage(topology, task, have))
+    fail(
+        f"{path}.maxDeliveryCount",
+        f"{have} deliveries ride out {rides_out} of target outage, but task '{task.name}' has "
+        f"retry.outageTolerance {_whole_seconds(task.retry.outage_tolerance)} and needs {need} "
+        "(raise it, or lower the tolerance)",
+    )
+
+
+def _declared_source_path(
+    topology: Topology, source: EntityRef
+) -> tuple[QueueSpec | SubscriptionSpec, str] | None:
+    """The declared queue or subscription ``source`` reads and its JSON path (None: an event
+    hub, or a subscription the file does not declare)."""
+    for n, namespace in enumerate(topology.namespaces):
+        if namespace.name != source.namespace or namespace.kind is NamespaceKind.EVENTHUBS:
+            continue
+        if source.subscription is None:
+            for q, queue in enumerate(namespace.queues):
+                if queue.name == source.entity:
+                    return queue, f"namespaces[{n}].queues[{q}]"
+        for t, topic in enumerate(namespace.topics):
+            if topic.name != source.entity:
+                continue
+            for s, subscription in enumerate(topic.subscriptions):
+                if subscription.name == source.subscription:
+                    return subscription, f"namespaces[{n}].topics[{t}].subscriptions[{s}]"
+    return None
+
+
+def _whole_seconds(value: timedelta) -> timedelta:
+    return timedelta(seconds=int(value.total_seconds()))
 
 
 __all__ = ["check_references", "check_resolved", "failer"]

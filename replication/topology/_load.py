@@ -1,4 +1,5 @@
-"""Reading a topology file: JSON, the schema, the cross-references, then every task resolved.
+"""Reading a topology file: JSON, the schema, the cross-references, every task resolved and
+checked, then the tasks as they run (lanes and parking, :mod:`._lanes`).
 
 The file is named by ``path``, else the app setting ``REPLICATION_TOPOLOGY``, else
 ``topology.json``. Every problem is reported as a
@@ -22,6 +23,7 @@ from replication.exceptions import ConfigurationError
 
 from ._checks import check_references, check_resolved
 from ._errors import format_validation_error, json_path
+from ._lanes import expand_tasks
 from ._tasks import ResolvedTask, resolve_task
 from ._topology import Topology
 
@@ -42,7 +44,7 @@ def parse_topology(document: Mapping[str, Any], *, source: str = "<topology>") -
     topology = topology.with_resolved(resolved)
     for index, task in enumerate(topology.resolved_tasks()):
         check_resolved(topology, task, index, source)
-    return topology
+    return expand_tasks(topology, source)
 
 
 def _resolve(topology: Topology, index: int, source: str) -> ResolvedTask:

@@ -22,7 +22,9 @@ def sql_texts(topology: Topology) -> Iterator[SqlText]:
                 for r, rule in enumerate(subscription.rules):
                     base = f"namespaces[{n}].topics[{t}].subscriptions[{s}].rules[{r}]"
                     yield from rule_texts(rule, f"{base}.filter.sql", f"{base}.action")
-    for i, task in enumerate(topology.resolved_tasks()):
+    # A task split into lanes has one pattern, rule and options for all of them: report once,
+    # at the file's task.
+    for i, (_, (task, *_lanes)) in enumerate(topology.task_groups()):
         derived = task.subscription_rule()
         if derived is not None:
             where = f"tasks[{i}].pattern"

@@ -43,9 +43,12 @@ class TaskSpec(SpecModel):
     """One replication task: one source, one or more targets, a pattern and its options.
 
     ``deadLetterTarget`` is where messages that cannot be replicated are parked (with
-    ``DeadLetterReason`` / ``DeadLetterErrorDescription`` properties). It is required for event
-    hub sources, which have no dead-letter queue; for Service Bus sources without one, such a
-    message fails its invocation until ``maxDeliveryCount`` moves it to the source's own DLQ.
+    ``DeadLetterReason`` / ``DeadLetterErrorDescription`` properties), one by one, so that a
+    poison message never fails its batch-mates. It is required for event hub sources, which
+    have no dead-letter queue. A Service Bus-sourced task without one gets the queue
+    ``replication-parked`` (:data:`~replication.topology.PARKING_QUEUE`) of its source
+    namespace when the topology is loaded, so ``spec.dead_letter_target`` of a loaded task is
+    never None; :func:`~replication.topology.materialize` declares that queue.
     """
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
@@ -74,13 +77,17 @@ class ResolvedTask:
     """A task ready to run: its spec, its pattern, its typed options and the pattern's context.
 
     Build it with :func:`resolve_task`; a bad option raises pydantic's ``ValidationError``,
-    which the loader reports with the file and JSON path.
+    which the loader reports with the file and JSON path. ``lane_of`` is set on the lanes a
+    fan-out task is split into when it is loaded (see :mod:`._lanes`): the name of the task in
+    the file, whose spec this lane's spec was derived from (one target, its own subscription
+    or consumer group).
     """
 
     spec: TaskSpec
     pattern: Pattern[Any]
     options: PatternOptions
     context: TaskContext
+    lane_of: str | None = None
 
     @property
     def name(self) -> str:

@@ -14,7 +14,15 @@ from ._tasks import ResolvedTask, TaskSpec
 
 
 class Topology(SpecModel):
-    """The validated topology document. Load it with :func:`load_topology`."""
+    """The validated topology document. Load it with :func:`load_topology`.
+
+    After loading, ``tasks`` are the tasks that *run*, one function and one local-host loop
+    each: the file's tasks in file order, except that a fan-out task with several targets is
+    replaced, in place, by its lanes (one per target, see :mod:`._lanes`), and a Service Bus
+    task without ``deadLetterTarget`` has the default parking queue filled in.
+    :meth:`lanes` finds the tasks a file task runs as; :meth:`task_groups` lists them per file
+    task, for anything that reports JSON paths of the file.
+    """
 
     schema_: str | None = Field(default=None, alias="$schema")
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)]
@@ -29,7 +37,8 @@ class Topology(SpecModel):
         raise KeyError(name)
 
     def task(self, name: str) -> TaskSpec:
-        """The task named ``name`` (KeyError when absent)."""
+        """The task named ``name`` (KeyError when absent): a lane by its own name; a task the
+        file names but that runs as lanes is found with :meth:`lanes`."""
         for task in self.tasks:
             if task.name == name:
                 return task
@@ -58,6 +67,22 @@ class Topology(SpecModel):
     def resolved_tasks(self) -> list[ResolvedTask]:
         """Every task, resolved, in file order."""
         return [self.resolved(task) for task in self.tasks]
+
+    def lanes(self, name: str) -> list[ResolvedTask]:
+        """The tasks the file's task ``name`` runs as: its lanes when it was split (see
+        :mod:`._lanes`), else the task itself (KeyError when the file has no such task)."""
+        for file_name, running in self.task_groups():
+            if file_name == name:
+                return running
+        raise KeyError(name)
+
+    def task_groups(self) -> list[tuple[str, list[ResolvedTask]]]:
+        """Each task of the file, in file order (its index is the ``tasks[i]`` of the file),
+        with the tasks it runs as."""
+        groups: dict[str, list[ResolvedTask]] = {}
+        for task in self.resolved_tasks():
+            groups.setdefault(task.lane_of or task.name, []).append(task)
+        return list(groups.items())
 
     def with_resolved(self, resolved: Mapping[str, ResolvedTask]) -> Topology:
         """This topology with its resolved tasks attached (the loader's last step)."""

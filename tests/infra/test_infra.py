@@ -502,3 +502,79 @@ def test_premium_namespaces_get_the_larger_message_size_in_the_emulator_config_o
     for document in official_configs(topology).values():
         for namespace in document["UserConfig"].get("Namespaces", []):
             assert "MaxMessageSizeInKilobytes" not in namespace
+
+
+MESH = ROOT / "examples" / "three-region-mesh.json"
+LANE_SUBSCRIPTIONS = {"replication-to-eus", "replication-to-sea"}
+"""The lanes of the mesh's task in weu (each peer gets its own replication subscription)."""
+
+
+def test_lane_subscriptions_are_rendered_with_their_rule_and_delivery_count() -> None:
+    topology = load_topology(MESH)
+    parameters = bicep_parameters(topology)["parameters"]
+    weu = next(n for n in parameters["serviceBusNamespaces"]["value"] if n["name"] == "contoso-weu")
+    subscriptions = {s["name"]: s for s in weu["subscriptions"]}
+    assert set(subscriptions) == {"dashboard", *LANE_SUBSCRIPTIONS}
+    for name in LANE_SUBSCRIPTIONS:
+        assert subscriptions[name]["maxDeliveryCount"] == 85
+        assert subscriptions[name]["lockDuration"] == "PT1M"
+    assert subscriptions["dashboard"]["maxDeliveryCount"] == 10
+    rules = {(r["subscription"], r["name"], r["sqlExpression"]) for r in weu["rules"]}
+    assert rules == {(name, "$Default", "replication IS NULL") for name in LANE_SUBSCRIPTIONS}
+
+    script = az_cli_script(topology)
+    for name in LANE_SUBSCRIPTIONS:
+        words = next(
+            shlex.split(line)
+            for line in script.splitlines()
+            if "subscription create" in line and "contoso-weu" in line and f"--name {name}" in line
+        )
+        assert words[words.index("--max-delivery-count") + 1] == "85"
+        assert words[words.index("--lock-duration") + 1] == "PT1M"
+
+    (namespace,) = [
+        n for n in emulator_config(topology)["UserConfig"]["Namespaces"] if n["Name"] == "weu"
+    ]
+    (topic,) = namespace["Topics"]
+    emulated = {s["Name"]: s for s in topic["Subscriptions"]}
+    for name in LANE_SUBSCRIPTIONS:
+        assert emulated[name]["Properties"]["MaxDeliveryCount"] == 85
+        assert emulated[name]["Properties"]["LockDuration"] == "PT1M"
+        (rule,) = emulated[name]["Rules"]
+        assert rule["Properties"]["SqlFilter"]["SqlExpression"] == "replication IS NULL"
+
+
+def test_official_emulator_configs_cap_the_delivery_count_at_its_limit() -> None:
+    configs = official_configs(load_topology(MESH))
+    (namespace,) = configs["weu.json"]["UserConfig"]["Namespaces"]
+    counts = {
+        s["Name"]: s["Properties"]["MaxDeliveryCount"]
+        for s in namespace["Topics"][0]["Subscriptions"]
+    }
+    assert counts == {"dashboard": 10, **dict.fromkeys(LANE_SUBSCRIPTIONS, 10)}
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_every_servicebus_task_can_send_to_its_parking_queue(example: Path) -> None:
+    topology = load_topology(example)
+    parameters = bicep_parameters(topology)["parameters"]
+    queues = {
+        (ns["name"], q["name"])
+        for ns in parameters["serviceBusNamespaces"]["value"]
+        for q in ns["queues"]
+    }
+    senders = {
+        (a["namespace"], a["entityType"], a["entity"])
+        for a in parameters["roleAssignments"]["value"]
+        if a["role"] == "sender"
+    }
+    script = az_cli_script(topology)
+    for task in topology.tasks:
+        if topology.namespace(task.source.namespace).kind.value != "servicebus":
+            continue
+        parking = task.dead_letter_target
+        assert parking is not None, task.name
+        host = topology.namespace(parking.namespace).fully_qualified_namespace.split(".")[0]
+        assert (host, parking.entity) in queues, task.name
+        assert (host, "queue", parking.entity) in senders, task.name
+        assert f"--namespace-name {host} --name {parking.entity}" in script, task.name

@@ -37,6 +37,10 @@ EXPECTED_ERRORS = {
     "'replication' gets its loop-prevention rule from task 'orders-weu-to-neu'",
     "bad-sql-rule.json": "namespaces[0].topics[0].subscriptions[0].rules[0]: rule orders-only: "
     "filter: column 24: expected an expression, found end of input",
+    "delivery-count-below-outage-tolerance.json": "namespaces[0].topics[0].subscriptions[1]."
+    "maxDeliveryCount: 10 deliveries ride out 0:00:00 of target outage, but task "
+    "'orders-weu-to-neu' has retry.outageTolerance 0:30:00 and needs 48 (raise it, or lower "
+    "the tolerance)",
     "not-json.json": "line 3 column 22: invalid JSON: Expecting property name",
     "not-utf8.json": "line 3 column 17: not UTF-8 text (byte 0xe9); save the file as UTF-8",
     "removes-replication-property.json": "tasks[2].options.removeProperties[1]: 'repl-path' is "

@@ -29,6 +29,7 @@ from replication.transport.redrive import (
     RedriveOrigin,
     Redriver,
     RedriveReport,
+    RedriveSource,
     RedriveStoppedError,
     Survey,
     redrive_source,
@@ -62,10 +63,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _origin(topology: Topology, args: argparse.Namespace) -> RedriveOrigin:
+def _origin(topology: Topology, args: argparse.Namespace, name: str) -> RedriveOrigin:
     if args.origin is not None:
         return RedriveOrigin(args.origin)
-    task = next((t for t in topology.tasks if t.name == args.task), None)
+    task = next((t for t in topology.tasks if t.name == name), None)
     if task is not None and topology.namespace(task.source.namespace).kind is (
         NamespaceKind.EVENTHUBS
     ):
@@ -75,14 +76,25 @@ def _origin(topology: Topology, args: argparse.Namespace) -> RedriveOrigin:
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
-    source = redrive_source(topology, args.task, _origin(topology, args))
+    try:
+        # A task of the file that runs as one lane per target is redriven lane by lane.
+        names = [lane.name for lane in topology.lanes(args.task)]
+    except KeyError:
+        names = [args.task]
+    sources = [redrive_source(topology, name, _origin(topology, args, name)) for name in names]
+    return max(
+        _redrive(topology, name, source, args) for name, source in zip(names, sources, strict=True)
+    )
+
+
+def _redrive(topology: Topology, name: str, source: RedriveSource, args: argparse.Namespace) -> int:
     with closing(Redriver(topology, source)) as redriver:
         try:
             survey = redriver.survey(limit=args.max)
         except RedriveStoppedError as error:
             print(f"error: {error}", file=sys.stderr)
             return ExitCode.UNAVAILABLE
-        print(f"task {args.task}, {source.origin.value} messages in {source.label}:", flush=True)
+        print(f"task {name}, {source.origin.value} messages in {source.label}:", flush=True)
         _print_survey(survey, dry_run=args.dry_run)
         if args.dry_run or not survey.wanted:
             return ExitCode.OK

@@ -58,7 +58,9 @@ def test_a_target_down_for_a_while_loses_nothing_and_dead_letters_nothing(
 
 
 def test_a_flapping_target_loses_nothing(tmp_path: Path, figures: dict[str, Any]) -> None:
-    document = topology_document(["weu", "neu"], [("weu", "neu")], max_delivery_count=25)
+    document = topology_document(
+        ["weu", "neu"], [("weu", "neu")], max_delivery_count=25, tolerance="PT1M"
+    )
     with Cluster(document, tmp_path) as cluster:
         with LocalHost(cluster.topology, cluster.environ):
             for round_ in range(3):

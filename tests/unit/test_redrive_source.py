@@ -46,7 +46,6 @@ def test_dead_letter_reads_the_sources_dlq_and_parked_the_dead_letter_target() -
         ("devices-to-q", RedriveOrigin.PARKED, "unknown task 'devices-to-q' (did you mean"),
         ("devices-to-queue", RedriveOrigin.DEAD_LETTER, "has no dead-letter queue"),
         ("jobs-spillover", RedriveOrigin.DEAD_LETTER, "already reads the dead-letter queue"),
-        ("payments-to-standby", RedriveOrigin.PARKED, "has no deadLetterTarget"),
     ],
 )
 def test_impossible_origins_are_configuration_errors(

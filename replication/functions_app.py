@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import azure.functions as func
 
+from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.runtime import TaskRunner
 from replication.topology import NamespaceKind, TaskSpec, Topology, load_topology
@@ -49,7 +50,12 @@ def _servicebus_handler(runner: TaskRunner, factory: SenderFactory) -> Callable[
         return factory.peeker(runner.task.source).peek(sequence_numbers)
 
     def replicate(messages: typing.List[func.ServiceBusMessage]) -> None:  # noqa: UP006
-        envelopes = envelopes_from_servicebus_batch(messages, source=source, reread=reread)
+        unreadable: list[DeadLetter] = []
+        envelopes = envelopes_from_servicebus_batch(
+            messages, source=source, reread=reread, unreadable=unreadable
+        )
+        if unreadable:
+            runner.park(unreadable)
         outcome = runner.run(envelopes)
         logger.info("%s: %s", runner.task.name, outcome)
 
@@ -60,7 +66,11 @@ def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
     source = runner.task.source.entity_path
 
     def replicate(messages: typing.List[func.EventHubEvent]) -> None:  # noqa: UP006
-        outcome = runner.run(envelopes_from_event_hub_batch(messages, source=source))
+        unreadable: list[DeadLetter] = []
+        envelopes = envelopes_from_event_hub_batch(messages, source=source, unreadable=unreadable)
+        if unreadable:
+            runner.park(unreadable)
+        outcome = runner.run(envelopes)
         logger.info("%s: %s", runner.task.name, outcome)
 
     return replicate

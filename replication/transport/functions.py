@@ -48,8 +48,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from patterns import DeadLetter
 from replication.envelope import MESSAGE_FIELDS, Envelope
-from replication.exceptions import ReplicationError
+from replication.exceptions import MessageRejectedError, ReplicationError
 from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
 
 from ._common import text
@@ -164,13 +165,31 @@ def _reasons(
     return reasons
 
 
+def _unreadable(
+    unreadable: list[DeadLetter] | None,
+    error: MessageRejectedError,
+    envelope: Envelope,
+) -> None:
+    """Record a message that cannot be converted (its properties hold values no replica can
+    carry), or raise when the caller keeps no such list."""
+    if unreadable is None:
+        raise error
+    unreadable.append(DeadLetter(envelope, error.reason, str(error)))
+
+
 def envelopes_from_servicebus_batch(
-    messages: Sequence[TriggerMessage], *, source: str | None = None, reread: Reread | None = None
+    messages: Sequence[TriggerMessage],
+    *,
+    source: str | None = None,
+    reread: Reread | None = None,
+    unreadable: list[DeadLetter] | None = None,
 ) -> list[Envelope]:
     """The envelopes of a Service Bus batch trigger, in order (see the module docstring).
 
     ``reread`` is called with the batch's sequence numbers when the metadata cannot give exact
-    copies; without it such a batch raises :class:`TriggerMetadataError`.
+    copies; without it such a batch raises :class:`TriggerMetadataError`. A message that cannot
+    be converted is left out and added to ``unreadable`` (body and position only, for parking);
+    without that list its :class:`MessageRejectedError` is raised.
     """
     size = len(messages)
     metadata = _metadata(messages)
@@ -197,7 +216,16 @@ def envelopes_from_servicebus_batch(
             STRING_FIELDS[name]: values[index] if values is not None else None
             for name, values in columns.items()
         }
-        application_properties = decode_properties(properties[index])
+        try:
+            application_properties = decode_properties(properties[index])
+        except MessageRejectedError as error:
+            raw = Envelope(
+                body=message.get_body() or b"",
+                sequence_number=sequence_numbers[index],
+                source=source,
+            )
+            _unreadable(unreadable, error, raw)
+            continue
         envelopes.append(
             Envelope(
                 body=message.get_body() or b"",
@@ -215,7 +243,8 @@ def envelopes_from_servicebus_batch(
         )
     if reasons and reread is not None:
         logger.debug("re-reading a batch of %d: %s", size, "; ".join(reasons))
-        return _complete_from_source(envelopes, sequence_numbers, reread)
+        numbers = [envelope.sequence_number or 0 for envelope in envelopes]
+        return _complete_from_source(envelopes, numbers, reread)
     return envelopes
 
 
@@ -248,9 +277,17 @@ def _complete_from_source(
 
 
 def envelopes_from_event_hub_batch(
-    events: Sequence[TriggerMessage], *, source: str | None = None
+    events: Sequence[TriggerMessage],
+    *,
+    source: str | None = None,
+    unreadable: list[DeadLetter] | None = None,
 ) -> list[Envelope]:
-    """The envelopes of an Event Hubs batch trigger, in order (see the module docstring)."""
+    """The envelopes of an Event Hubs batch trigger, in order (see the module docstring).
+
+    An event that cannot be converted is left out and added to ``unreadable`` (for parking: an
+    event hub has no dead-letter queue, and the checkpoint must move past it); without that
+    list its :class:`MessageRejectedError` is raised.
+    """
     size = len(events)
     metadata = _metadata(events)
     system = _column(metadata, "SystemPropertiesArray", size)
@@ -260,8 +297,8 @@ def envelopes_from_event_hub_batch(
     envelopes = []
     for index, event in enumerate(events):
         facts = system[index] if isinstance(system[index], Mapping) else {}
-        envelopes.append(
-            Envelope(
+        try:
+            envelope = Envelope(
                 body=event.get_body() or b"",
                 message_id=text(facts.get("message-id")),
                 correlation_id=text(facts.get("correlation-id")),
@@ -281,7 +318,16 @@ def envelopes_from_event_hub_batch(
                 partition_id=partition_id,
                 source=source,
             )
-        )
+        except MessageRejectedError as error:
+            raw = Envelope(
+                body=event.get_body() or b"",
+                sequence_number=_integer(facts.get("SequenceNumber")),
+                partition_id=partition_id,
+                source=source,
+            )
+            _unreadable(unreadable, error, raw)
+            continue
+        envelopes.append(envelope)
     return envelopes
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
+from patterns import DeadLetter
 from replication.envelope import Envelope
+from replication.exceptions import MessageRejectedError
 from replication.transport.eventhubs import to_event_data
 from replication.transport.functions import (
     STRING_FIELDS,
@@ -273,3 +275,31 @@ def test_event_envelope_to_event_data_keeps_properties_and_ids() -> None:
     amqp = event.raw_amqp_message.properties
     assert amqp is not None
     assert (amqp.subject, amqp.to, amqp.reply_to) == ("s", "t", "r")
+
+
+def test_an_event_that_cannot_be_converted_is_set_aside_for_parking() -> None:
+    """A property no replica can carry (a map: the host sends it as a JSON object) makes one
+    event unreadable, not the batch: the caller parks it and the checkpoint moves on."""
+    batch = event_hub_batch([_system(1, "10"), _system(2, "20"), _system(3, "30")])
+    metadata = dict(batch[0].metadata)
+    metadata["PropertiesArray"] = [{"unit": "C"}, {"p": {"nested": 1}}, {"unit": "F"}]
+    batch = [Delivered(event.body, metadata) for event in batch]
+    unreadable: list[DeadLetter] = []
+    envelopes = envelopes_from_event_hub_batch(
+        batch, source="ingest/devices", unreadable=unreadable
+    )
+    assert [e.sequence_number for e in envelopes] == [1, 3]
+    (parked,) = unreadable
+    assert (parked.source.sequence_number, parked.source.body) == (2, b"1")
+    assert parked.reason == "UnsupportedApplicationProperty"
+    with pytest.raises(MessageRejectedError):
+        envelopes_from_event_hub_batch(batch, source="ingest/devices")
+
+
+def test_a_servicebus_message_that_cannot_be_converted_is_set_aside_for_parking() -> None:
+    properties = [{"n": 0}, {"p": [1, 2]}, {"n": 2}]
+    batch = servicebus_batch(3, ApplicationPropertiesArray=properties)
+    unreadable: list[DeadLetter] = []
+    envelopes = envelopes_from_servicebus_batch(batch, unreadable=unreadable)
+    assert [e.message_id for e in envelopes] == ["m-0", "m-2"]
+    assert [d.source.sequence_number for d in unreadable] == [101]

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 
 from replication.envelope import Envelope
+from replication.exceptions import ConfigurationError
+from replication.local_host import LocalHost
 from replication.topology import NamespaceSpec, load_topology
-from replication.transport.connections import resolve_access
+from replication.transport.connections import check_settings, resolve_access
 from replication.transport.senders import group_in_order
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -68,3 +71,24 @@ def test_grouping_keeps_first_seen_group_order_and_member_order() -> None:
         ("a", ["1", "4"]),
         (None, ["3"]),
     ]
+
+
+def test_a_malformed_connection_string_stops_the_local_host_at_start_naming_its_setting() -> None:
+    topology = load_topology(EXAMPLES / "two-region-all-active.json")
+    secret = "Endpoint=sb://weu.example/;SharedAccessKeyName=root;SharedAccessKey"
+    environ = {"SB_WEU": secret, "SB_NEU": "not a connection string"}
+    with pytest.raises(ConfigurationError) as caught:
+        LocalHost(topology, environ)
+    message = str(caught.value)
+    assert message.startswith("app setting SB_WEU: not a valid servicebus connection string")
+    assert message.endswith("malformed.")
+    assert secret not in message  # the string, which may hold a key, is never echoed
+
+
+def test_a_well_formed_emulator_connection_string_passes_the_start_check() -> None:
+    topology = load_topology(EXAMPLES / "two-region-all-active.json")
+    good = (
+        "Endpoint=sb://localhost:5672;SharedAccessKeyName=RootManageSharedAccessKey;"
+        "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
+    )
+    check_settings(topology.namespaces, {"SB_WEU": good, "SB_NEU": good})

@@ -62,15 +62,19 @@ from replication.topology import ResolvedTask
 
 logger = logging.getLogger(__name__)
 
+MIN_SEND_TIMEOUT = 5.0
+"""Seconds a send gets even when the budget is spent (the last attempt must be able to finish)."""
+
 LEDGER_SIZE = 100_000
 """Source positions of acknowledged replicas a runner remembers (about 10 MB at most)."""
 
 
 class TargetSender(Protocol):
     """Sends envelopes to one entity, in order; raises ForwardError subclasses on failure,
-    with the positions of the envelopes already acknowledged."""
+    with the positions of the envelopes already acknowledged. ``timeout`` (seconds) bounds the
+    call, so that one send to a target that hangs cannot outlast the invocation's budget."""
 
-    def send(self, envelopes: Sequence[Envelope]) -> None: ...
+    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -218,6 +222,12 @@ class TaskRunner:
         self._ledger = _Ledger(LEDGER_SIZE)
         self._parking = Target("", "dead-letter target")
 
+    def _timeout(self, deadline: float) -> float | None:
+        """What is left of the budget for one send (None: no budget, the SDK's default)."""
+        if not self.retry.budget:
+            return None
+        return max(MIN_SEND_TIMEOUT, deadline - self._clock())
+
     def plan(self, batch: Sequence[Envelope]) -> list[Decision]:
         """The pattern's decisions for ``batch`` (pure; nothing is sent)."""
         return self._pattern.plan(batch, self.context, self._options)
@@ -272,7 +282,7 @@ class TaskRunner:
         retries = 0
         while True:
             for delivery in deliveries:
-                self._attempt(delivery, dead_letters)
+                self._attempt(delivery, dead_letters, deadline)
             waiting = [d for d in deliveries if d.pending]
             if not waiting:
                 return retries
@@ -291,13 +301,15 @@ class TaskRunner:
             self._sleep(delay)
             delay = min(delay * 2, self.retry.max_backoff)
 
-    def _attempt(self, delivery: _Delivery, dead_letters: list[DeadLetter]) -> None:
+    def _attempt(
+        self, delivery: _Delivery, dead_letters: list[DeadLetter], deadline: float
+    ) -> None:
         """Send ``delivery.pending`` until it is empty or a transient error stops it."""
         sender = self._senders[delivery.target]
         while delivery.pending:
             chunk = delivery.pending[:1] if delivery.one_by_one else delivery.pending
             try:
-                sender.send([item.envelope for item in chunk])
+                sender.send([item.envelope for item in chunk], timeout=self._timeout(deadline))
                 acknowledged = frozenset(range(len(chunk)))
                 error: ForwardError | None = None
             except ForwardError as failure:
@@ -385,7 +397,7 @@ class TaskRunner:
         retries = 0
         while pending:
             try:
-                sender.send(pending)
+                sender.send(pending, timeout=self._timeout(deadline))
                 acknowledged = frozenset(range(len(pending)))
                 error_: ForwardError | None = None
             except ForwardError as failure:
@@ -410,7 +422,7 @@ class TaskRunner:
             if culprit is None:
                 # Which copy was refused is unknown: park the rest one at a time.
                 for _, copy in rest:
-                    self._park_alone(sender, copy)
+                    self._park_alone(sender, copy, deadline)
                 break
             smaller = smaller_parked_copy(pending[culprit])
             if smaller is None:
@@ -424,11 +436,11 @@ class TaskRunner:
             pending = [smaller if i == culprit else c for i, c in rest]
         return retries
 
-    def _park_alone(self, sender: TargetSender, copy: Envelope) -> None:
+    def _park_alone(self, sender: TargetSender, copy: Envelope, deadline: float) -> None:
         candidate: Envelope | None = copy
         while candidate is not None:
             try:
-                sender.send([candidate])
+                sender.send([candidate], timeout=self._timeout(deadline))
             except PermanentForwardError:
                 candidate = smaller_parked_copy(candidate)
                 if candidate is None:

@@ -37,7 +37,7 @@ class MemoryTarget:
         self.unavailable = unavailable
         self.accept_per_call = accept_per_call
 
-    def send(self, envelopes: Sequence[Envelope]) -> None:
+    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
         """Store ``envelopes`` in order up to the first injected failure, which is raised with
         the positions of the envelopes stored before it."""
         self.send_calls += 1

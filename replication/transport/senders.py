@@ -128,19 +128,25 @@ class ServiceBusTargetSender:
         self._label = label
         self._lock = threading.Lock()
 
-    def send(self, envelopes: Sequence[Envelope]) -> None:
+    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
+        """Send in order; ``timeout`` bounds each SDK send (seconds, retries included)."""
         with self._lock:
-            _send_grouped(envelopes, lambda e: replica_ids(e)[1:], self._send_group, self._label)
+            _send_grouped(
+                envelopes,
+                lambda e: replica_ids(e)[1:],
+                lambda key, group, acknowledged: self._send_group(group, acknowledged, timeout),
+                self._label,
+            )
 
     def _send_group(
-        self, _key: object, group: list[tuple[int, Envelope]], acknowledged: set[int]
+        self, group: list[tuple[int, Envelope]], acknowledged: set[int], timeout: float | None
     ) -> None:
         fill_batches(
             [(index, envelope, to_servicebus_message(envelope)) for index, envelope in group],
             acknowledged,
             new_batch=self._sender.create_message_batch,
             add=lambda batch, message: batch.add_message(message),
-            send=self._sender.send_messages,
+            send=lambda batch: self._sender.send_messages(batch, timeout=timeout),
             overflow=MessageSizeExceededError,
             label=self._label,
         )
@@ -157,12 +163,24 @@ class EventHubTargetSender:
         self._label = label
         self._lock = threading.Lock()
 
-    def send(self, envelopes: Sequence[Envelope]) -> None:
+    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
+        """Send in order; ``timeout`` bounds each SDK send (seconds, retries included)."""
         with self._lock:
-            _send_grouped(envelopes, lambda e: e.partition_key, self._send_group, self._label)
+            _send_grouped(
+                envelopes,
+                lambda e: e.partition_key,
+                lambda key, group, acknowledged: self._send_group(
+                    key, group, acknowledged, timeout
+                ),
+                self._label,
+            )
 
     def _send_group(
-        self, key: object, group: list[tuple[int, Envelope]], acknowledged: set[int]
+        self,
+        key: object,
+        group: list[tuple[int, Envelope]],
+        acknowledged: set[int],
+        timeout: float | None,
     ) -> None:
         partition_key = key if isinstance(key, str) else None
         fill_batches(
@@ -170,7 +188,7 @@ class EventHubTargetSender:
             acknowledged,
             new_batch=lambda: self._producer.create_batch(partition_key=partition_key),
             add=lambda batch, event: batch.add(event),
-            send=self._producer.send_batch,
+            send=lambda batch: self._producer.send_batch(batch, timeout=timeout),
             # EventDataBatch.add reports "too large for the batch" as ValueError.
             overflow=ValueError,
             label=self._label,
@@ -187,8 +205,9 @@ class _LazySender:
         self._factory = factory
         self._target = target
 
-    def send(self, envelopes: Sequence[Envelope]) -> None:
-        self._factory.sender(self._target.namespace, self._target.entity).send(envelopes)
+    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
+        sender = self._factory.sender(self._target.namespace, self._target.entity)
+        sender.send(envelopes, timeout=timeout)
 
 
 SENDER_RETRIES: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.5}

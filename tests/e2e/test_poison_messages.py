@@ -87,7 +87,7 @@ def _queue_task(source_queue: str, target_queue: str, regions: Any) -> Topology:
             "kind": "servicebus",
             "fullyQualifiedNamespace": f"{name}.servicebus.windows.net",
             "connection": f"SB_{name.upper()}",
-            "queues": [{"name": source_queue}, {"name": target_queue}],
+            "queues": [{"name": queue} for queue in dict.fromkeys([source_queue, target_queue])],
         }
         for name in ("weu", "neu")
     ]

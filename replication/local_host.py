@@ -30,6 +30,7 @@ from replication.topology import NamespaceKind, Topology
 from replication.transport.checkpoints import STORAGE_SETTING, checkpoint_store
 from replication.transport.connections import check_settings
 from replication.transport.receivers import (
+    Isolation,
     run_event_hub_source,
     run_servicebus_source,
     supervise,
@@ -94,6 +95,7 @@ class LocalHost:
                     self._stop,
                     status,
                     environ=self._environ,
+                    isolation=Isolation(),
                 )
             thread = threading.Thread(
                 target=supervise,

@@ -24,6 +24,8 @@ class TaskStatus:
         self.parked = 0
         self.restarts = 0
         self.consecutive_failures = 0
+        self.progress = 0
+        """Counts batches settled and healthy receives: a loop that moved it made progress."""
         self.last_error: str | None = None
         self.last_activity = time.monotonic()
 
@@ -38,6 +40,7 @@ class TaskStatus:
             self.batches += 1
             self.messages += messages
             self.parked += parked
+            self.progress += 1
             self.consecutive_failures = 0
             self.last_activity = time.monotonic()
 
@@ -55,6 +58,7 @@ class TaskStatus:
     def touch(self) -> None:
         """The task is alive and connected (a receive returned, even empty)."""
         with self._lock:
+            self.progress += 1
             self.consecutive_failures = 0
 
 

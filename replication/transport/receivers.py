@@ -105,13 +105,13 @@ def supervise(
     """Run ``loop`` until ``stop`` is set, restarting it with backoff whenever it fails."""
     delay = min_delay
     while not stop.is_set():
-        started = time.monotonic()
+        progress = status.progress
         try:
             loop()
             delay = min_delay
         except Exception as error:
-            if time.monotonic() - started > max_delay:
-                delay = min_delay  # it worked for a while: a new incident, not the same one
+            if status.progress != progress:
+                delay = min_delay  # it worked in between: a new incident, not the same one
             failures = status.record_failure(error, restart=True)
             level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
             logger.log(
@@ -137,20 +137,32 @@ def run_servicebus_source(
     environ: Mapping[str, str] | None = None,
     max_batch_size: int = 100,
     lock_renewal_seconds: float = 600.0,
+    isolation: Isolation | None = None,
 ) -> None:
     """Receive batches from a queue, subscription or their DLQ until ``stop`` is set (raises
-    when the connection fails; :func:`supervise` restarts it)."""
+    when the connection fails; :func:`supervise` restarts it). ``isolation``, kept across
+    restarts, makes the loop receive one message at a time after a receive failed."""
+    isolation = isolation or Isolation()
     with servicebus_client(namespace, environ) as client:
         receiver = source_receiver(client, source, wait=1)
         with receiver:
             instant_empties = 0
             while not stop.is_set():
                 asked = time.monotonic()
-                messages = receiver.receive_messages(
-                    max_message_count=max_batch_size, max_wait_time=RECEIVE_WAIT_SECONDS
-                )
+                try:
+                    messages = receiver.receive_messages(
+                        max_message_count=isolation.batch_size(max_batch_size),
+                        max_wait_time=RECEIVE_WAIT_SECONDS,
+                    )
+                except Exception:
+                    isolation.begin()
+                    raise
                 if not messages:
-                    instant_empties = _check_alive(asked, instant_empties)
+                    try:
+                        instant_empties = _check_alive(asked, instant_empties)
+                    except ConnectionError:
+                        isolation.begin()
+                        raise
                     status.touch()  # connected, and nothing is failing over and over
                     continue
                 instant_empties = 0
@@ -159,6 +171,29 @@ def run_servicebus_source(
                         receiver, messages, runner, source=source.entity_path
                     )
                 _settle_batch(receiver, outcome, runner, status)
+
+
+class Isolation:
+    """After a receive that failed (the SDK could not decode a message of it), receive one
+    message at a time for a while.
+
+    A message the SDK cannot decode fails the whole receive call, and every message received
+    with it stays locked by the dead link and counts one more delivery; receiving it alone
+    keeps its batch-mates out of its fate, so only it reaches the dead-letter queue. The window
+    outlasts a lock duration (at most 5 minutes), so the poison message, when its lock expires
+    and it comes back, is received alone again.
+    """
+
+    WINDOW_SECONDS = 360.0
+
+    def __init__(self) -> None:
+        self._until = 0.0
+
+    def begin(self) -> None:
+        self._until = time.monotonic() + self.WINDOW_SECONDS
+
+    def batch_size(self, normal: int) -> int:
+        return 1 if time.monotonic() < self._until else normal
 
 
 class LockKeeper:
@@ -577,6 +612,7 @@ def drain_servicebus(
 
 
 __all__ = [
+    "Isolation",
     "drain_servicebus",
     "run_event_hub_source",
     "run_servicebus_source",

@@ -321,7 +321,6 @@ def test_dry_run_changes_nothing_and_prints_the_counts(
     [
         (["--task", "task-aa"], "unknown task 'task-aa' (did you mean 'task-a'?)"),
         (["--task", "stream", "--from", "dead-letter"], "has no dead-letter queue"),
-        (["--task", "no-parking", "--from", "parked"], "has no deadLetterTarget"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(

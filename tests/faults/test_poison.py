@@ -16,6 +16,8 @@ from typing import Any
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.servicebus import ServiceBusMessage
 from azure.servicebus.exceptions import MessageSizeExceededError
+from proton import Message, Timeout, char, decimal64
+from proton.utils import BlockingConnection
 
 from replication.local_host import LocalHost
 from replication.properties import (
@@ -25,7 +27,7 @@ from replication.properties import (
     REPL_PATH,
 )
 
-from .harness import Cluster, message_ids, originals, topology_document
+from .harness import Cluster, eventually, message_ids, originals, topology_document
 
 
 def _largest(fits: Callable[[int], bool]) -> int:
@@ -238,3 +240,69 @@ def _event(message_id: str, body: bytes) -> EventData:
     event = EventData(body)
     event.message_id = message_id
     return event
+
+
+def _proton_send(port: int, address: str, *messages: Message) -> None:
+    connection = BlockingConnection(f"amqp://127.0.0.1:{port}", allowed_mechs="ANONYMOUS")
+    try:
+        sender = connection.create_sender(address)
+        for message in messages:
+            sender.send(message)
+    finally:
+        connection.close()
+
+
+def _proton_drain(port: int, address: str) -> list[Message]:
+    """Receive and accept everything at ``address`` with proton, which decodes every AMQP type
+    (the Python Service Bus SDK cannot read the messages this is for)."""
+    connection = BlockingConnection(f"amqp://127.0.0.1:{port}", allowed_mechs="ANONYMOUS")
+    received: list[Message] = []
+    try:
+        receiver = connection.create_receiver(address, credit=10)
+        while True:
+            try:
+                received.append(receiver.receive(timeout=2))
+            except Timeout:
+                return received
+            receiver.accept()
+    finally:
+        connection.close()
+
+
+def test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone(tmp_path: Path) -> None:
+    """A char and a decimal64 application property make the SDK's receive call fail for the
+    whole transfer (see ``tests/e2e/test_poison_messages.py``). The loop reconnects and
+    receives one message at a time for a while, so the good messages around them are
+    replicated once and only the two undecodable ones reach the source's dead-letter queue,
+    after ``maxDeliveryCount`` lock expiries."""
+    document = topology_document(
+        ["weu", "neu"], [("weu", "neu")], max_delivery_count=11, tolerance="PT4S"
+    )
+    with Cluster(document, tmp_path) as cluster:
+        port = cluster.nodes["weu"].port
+        cluster.publish("weu", "orders", originals("before", 10))
+        _proton_send(
+            port,
+            "orders",
+            Message(id="char", body=b"c", inferred=True, properties={"p": char("x")}),
+            Message(id="decimal64", body=b"d", inferred=True, properties={"p": decimal64(5)}),
+        )
+        cluster.publish("weu", "orders", originals("after", 10))
+        with LocalHost(cluster.topology, cluster.environ) as host:
+            eventually(
+                lambda: cluster.count("neu", "orders", "audit") >= 20,
+                timeout=180,
+                what="the good messages at neu",
+            )
+            dead: list[Message] = []
+            dead_letter_queue = "orders/Subscriptions/to-neu/$DeadLetterQueue"
+
+            def both_dead() -> bool:
+                dead.extend(_proton_drain(port, dead_letter_queue))
+                return len(dead) >= 2
+
+            eventually(both_dead, timeout=240, interval=2, what="the poison in the DLQ")
+            eventually(lambda: not host.status["weu-to-neu"].failing, timeout=30)
+        copies = message_ids(cluster.drain("neu", "orders", "audit"))
+    assert copies == dict.fromkeys([f"{p}-{i}" for p in ("before", "after") for i in range(10)], 1)
+    assert sorted(str(message.id) for message in dead) == ["char", "decimal64"]

@@ -67,7 +67,7 @@ from azure.servicebus import (
     ServiceBusReceiver,
     ServiceBusSubQueue,
 )
-from azure.servicebus.exceptions import ServiceBusError
+from azure.servicebus.exceptions import ServiceBusConnectionError, ServiceBusError
 
 from patterns import DeadLetter
 from replication.envelope import Envelope
@@ -110,8 +110,10 @@ def supervise(
             loop()
             delay = min_delay
         except Exception as error:
-            if status.progress != progress:
-                delay = min_delay  # it worked in between: a new incident, not the same one
+            if status.progress != progress or isinstance(error, UnreadableTransferError):
+                # It worked in between (a new incident), or a message broke the receive (the
+                # connection is fine; reconnect at once, before that message's lock expires).
+                delay = min_delay
             failures = status.record_failure(error, restart=True)
             level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
             logger.log(
@@ -154,9 +156,13 @@ def run_servicebus_source(
                         max_message_count=isolation.batch_size(max_batch_size),
                         max_wait_time=RECEIVE_WAIT_SECONDS,
                     )
-                except Exception:
-                    isolation.begin()
+                except ServiceBusConnectionError:
                     raise
+                except Exception as error:
+                    # Connected, and the receive itself failed: a message the SDK cannot
+                    # decode. Reconnect at once, and take messages one at a time for a while.
+                    isolation.begin()
+                    raise UnreadableTransferError(describe(error)) from error
                 if not messages:
                     try:
                         instant_empties = _check_alive(asked, instant_empties)
@@ -171,6 +177,11 @@ def run_servicebus_source(
                         receiver, messages, runner, source=source.entity_path
                     )
                 _settle_batch(receiver, outcome, runner, status)
+
+
+class UnreadableTransferError(ReplicationError):
+    """A receive on a working connection failed: the SDK could not decode what it received.
+    Not an outage: :func:`supervise` reconnects without growing its backoff."""
 
 
 class Isolation:
@@ -613,6 +624,7 @@ def drain_servicebus(
 
 __all__ = [
     "Isolation",
+    "UnreadableTransferError",
     "drain_servicebus",
     "run_event_hub_source",
     "run_servicebus_source",

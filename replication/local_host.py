@@ -71,7 +71,8 @@ class LocalHost:
                     STORAGE_SETTING,
                 )
         for task in self.topology.tasks:
-            runner = self._factory.runner(self.topology.resolved(task))
+            # Locks are renewed here (LockKeeper), so a send may take as long as it takes.
+            runner = self._factory.runner(self.topology.resolved(task), bound_sends=False)
             namespace = self.topology.namespace(task.source.namespace)
             status = self.status[task.name] = TaskStatus()
             loop: Callable[[], None]

@@ -88,14 +88,21 @@ class RetryPolicy:
     min_backoff: float = 1.0
     max_backoff: float = 30.0
     budget: float = 0.0
+    bound_sends: bool = True
+    """Bound each send by what is left of the budget. Needed where nothing renews the
+    source's locks (the Functions host, for batches); a host that renews them (the local host)
+    turns it off and lets a send to a hung target finish instead of re-sending it."""
 
     @classmethod
-    def from_task(cls, task: ResolvedTask, budget: timedelta) -> RetryPolicy:
+    def from_task(
+        cls, task: ResolvedTask, budget: timedelta, *, bound_sends: bool = True
+    ) -> RetryPolicy:
         retry = task.spec.retry
         return cls(
             retry.min_backoff.total_seconds(),
             retry.max_backoff.total_seconds(),
             budget.total_seconds(),
+            bound_sends,
         )
 
 
@@ -224,7 +231,7 @@ class TaskRunner:
 
     def _timeout(self, deadline: float) -> float | None:
         """What is left of the budget for one send (None: no budget, the SDK's default)."""
-        if not self.retry.budget:
+        if not self.retry.budget or not self.retry.bound_sends:
             return None
         return max(MIN_SEND_TIMEOUT, deadline - self._clock())
 

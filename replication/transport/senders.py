@@ -240,9 +240,9 @@ class SenderFactory:
             sender: ServiceBusTargetSender | EventHubTargetSender = self._senders[key]
             return sender
 
-    def runner(self, task: ResolvedTask) -> TaskRunner:
+    def runner(self, task: ResolvedTask, *, bound_sends: bool = True) -> TaskRunner:
         """The task's runner, with senders for its targets and dead-letter target that connect
-        on their first send."""
+        on their first send (``bound_sends``: see :class:`RetryPolicy`)."""
         senders: dict[Target, TargetSender] = {
             target: _LazySender(self, target) for target in task.context.targets
         }
@@ -250,7 +250,8 @@ class SenderFactory:
         dead_letter = (
             _LazySender(self, Target(parking.namespace, parking.entity)) if parking else None
         )
-        retry = RetryPolicy.from_task(task, attempt_budget(self._topology, task.spec))
+        budget = attempt_budget(self._topology, task.spec)
+        retry = RetryPolicy.from_task(task, budget, bound_sends=bound_sends)
         return TaskRunner(task, senders, dead_letter, retry=retry)
 
     def peeker(self, source: EntityRef) -> ServiceBusPeeker:

@@ -306,3 +306,33 @@ def test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone(tmp_pa
         copies = message_ids(cluster.drain("neu", "orders", "audit"))
     assert copies == dict.fromkeys([f"{p}-{i}" for p in ("before", "after") for i in range(10)], 1)
     assert sorted(str(message.id) for message in dead) == ["char", "decimal64"]
+
+
+def test_value_and_sequence_bodies_are_dead_lettered_and_a_missing_message_id_is_stable(
+    tmp_path: Path,
+) -> None:
+    """Bodies that are an AMQP value or sequence cannot be replicated byte-exactly: they are
+    dead-lettered in the source with their reason, alone. A message without MessageId (the
+    Python SDK always sets one; other AMQP clients need not) is replicated with the id of its
+    source position, ``weu/orders/<sequence number>``."""
+    document = topology_document(["weu", "neu"], [("weu", "neu")])
+    with Cluster(document, tmp_path) as cluster:
+        port = cluster.nodes["weu"].port
+        cluster.publish("weu", "orders", originals("good", 5))
+        _proton_send(
+            port,
+            "orders",
+            Message(id="value", body="a string value"),
+            Message(id="sequence", body=["one", "two"], inferred=True),
+            Message(body=b"no id", inferred=True),
+        )
+        _replicate(cluster, 8)
+        replicas = {str(m.message_id): m for m in cluster.drain("neu", "orders", "audit")}
+        dead = cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1)
+    without_id = [m for name, m in replicas.items() if not name.startswith("good-")]
+    assert {f"good-{i}" for i in range(5)} <= set(replicas)
+    (anonymous,) = without_id
+    assert str(anonymous.message_id).startswith("weu/orders/")
+    assert b"".join(anonymous.body) == b"no id"
+    assert sorted(str(m.message_id) for m in dead) == ["sequence", "value"]
+    assert {m.dead_letter_reason for m in dead} == {"UnsupportedBodyType"}

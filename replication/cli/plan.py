@@ -90,6 +90,7 @@ def walk(topology: Topology, messages: int = 1) -> int:
             pending.append((entity, simulation.enqueue(message), 0))
             print(f"publish  {entity[0]}/{entity[1]:<14} {message.message_id}")
     deliveries: dict[str, list[str]] = {}
+    width = max((len(task.name) for task in topology.tasks), default=0)
     while pending:
         entity, envelope, moves = pending.popleft()
         if moves > limit:
@@ -106,7 +107,7 @@ def walk(topology: Topology, messages: int = 1) -> int:
                 continue
             before = {key: len(t.received) for key, t in simulation.targets.items()}
             for decision in runner.run([envelope]).decisions:
-                _print_decision(runner.task.name, decision)
+                _print_decision(runner.task.name.ljust(width), decision)
             for key, target in simulation.targets.items():
                 for replica in target.received[before.get(key, 0) :]:
                     pending.append((key, simulation.enqueue(replica), moves + 1))
@@ -122,14 +123,15 @@ def walk(topology: Topology, messages: int = 1) -> int:
 
 
 def _print_decision(task: str, decision: Any) -> None:
+    """One line per decision; ``task`` comes padded to the longest task (or lane) name."""
     message = decision.source.message_id
     if isinstance(decision, Forward):
         state = read_state(decision.envelope.application_properties)
         print(
-            f"  {task:<22} {message:<28} -> {decision.target}  "
+            f"  {task} {message:<28} -> {decision.target}  "
             f"(path {';'.join(state.path)}, hop {state.hops})"
         )
     elif isinstance(decision, Skip):
-        print(f"  {task:<22} {message:<28} skip: {decision.reason}")
+        print(f"  {task} {message:<28} skip: {decision.reason}")
     elif isinstance(decision, DeadLetter):
-        print(f"  {task:<22} {message:<28} dead-letter: {decision.reason}: {decision.description}")
+        print(f"  {task} {message:<28} dead-letter: {decision.reason}: {decision.description}")

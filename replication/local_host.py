@@ -15,8 +15,8 @@ is reported at ERROR and in :attr:`LocalHost.status` (``--until-idle`` then exit
 It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N seconds.
 
 With heartbeats enabled (the topology's ``heartbeats`` section, :mod:`replication.heartbeats`)
-it also publishes each source namespace's heartbeat every interval (one thread per namespace)
-and reads the heartbeats arriving at each receiving namespace (one supervised reader each) into
+it also publishes each source namespace's heartbeat every interval and reads the heartbeats
+arriving at each receiving namespace (:mod:`replication.local_heartbeats`) into
 :attr:`LocalHost.heartbeats`, which the ``replication.heartbeat.age`` gauge and the live table
 read. The heartbeat tasks are ordinary tasks here, but their traffic does not count as activity
 for ``--until-idle``.
@@ -32,19 +32,12 @@ import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
-from replication.heartbeat_metrics import observe_heartbeat_age
-from replication.heartbeats import HeartbeatBook, publish_forever
+from replication.heartbeats import HeartbeatBook
+from replication.local_heartbeats import start_heartbeats
 from replication.task_status import TaskStatus
-from replication.topology import (
-    NamespaceKind,
-    Topology,
-    heartbeat_origins,
-    heartbeat_paths,
-    heartbeat_receivers,
-)
+from replication.topology import NamespaceKind, Topology, heartbeat_paths
 from replication.transport.checkpoints import STORAGE_SETTING, checkpoint_store
 from replication.transport.connections import check_settings
-from replication.transport.heartbeats import run_heartbeat_reader
 from replication.transport.receivers import (
     Isolation,
     run_event_hub_source,
@@ -124,50 +117,10 @@ class LocalHost:
             )
             thread.start()
             self._threads.append(thread)
-        self._start_heartbeats()
+        self._threads += start_heartbeats(
+            self.topology, self._factory, self.heartbeats, self._stop, self._environ
+        )
         return self
-
-    def _start_heartbeats(self) -> None:
-        """One publisher per origin and one supervised reader per receiving namespace."""
-        spec = self.topology.heartbeats
-        for path in heartbeat_paths(self.topology):
-            self.heartbeats.expect(path.origin, path.target)
-        if not spec.enabled:
-            return
-        observe_heartbeat_age(self.heartbeats)
-        threads = []
-        for origin in heartbeat_origins(self.topology):
-            sender = self._factory.sender(origin, spec.entity)
-            threads.append(
-                threading.Thread(
-                    target=publish_forever,
-                    args=(origin, sender, spec.interval, self._stop),
-                    name=f"heartbeat-publisher-{origin}",
-                    daemon=True,
-                )
-            )
-        for name in heartbeat_receivers(self.topology):
-            status = TaskStatus()
-            loop = functools.partial(
-                run_heartbeat_reader,
-                self.topology.namespace(name),
-                spec.entity,
-                self.heartbeats,
-                self._stop,
-                status,
-                environ=self._environ,
-            )
-            threads.append(
-                threading.Thread(
-                    target=supervise,
-                    args=(f"heartbeat-reader-{name}", loop, self._stop, status),
-                    name=f"heartbeat-reader-{name}",
-                    daemon=True,
-                )
-            )
-        for thread in threads:
-            thread.start()
-        self._threads += threads
 
     def failing(self) -> dict[str, TaskStatus]:
         """The tasks whose last attempt failed (not making progress)."""

@@ -22,7 +22,8 @@ heartbeats, so an empty subscription there says "read", not "silent"; the reader
 the authoritative age).
 
 A namespace that cannot be reached is recorded per task (``error``) rather than raised, so the
-report covers everything that can be read; the CLI exits ``UNAVAILABLE`` when any task has one.
+report covers everything that can be read, and not asked again in the same run; the CLI exits
+``UNAVAILABLE`` when any task has one.
 Clients retry once (one quick SDK retry) so that an unreachable namespace costs seconds.
 """
 
@@ -63,6 +64,10 @@ PEEK_PAGE = 250
 CLIENT_OPTIONS: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.5}
 
 SDK_ERRORS = (ServiceBusError, EventHubError, AzureError, OSError)
+
+
+class _UnreachableError(Exception):
+    """A namespace that already failed in this run: not asked again (each try costs seconds)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -142,8 +147,11 @@ class _Reader:
         self._environ = environ
         self._cap = cap
         self._clients: dict[str, ServiceBusClient] = {}
+        self._down: dict[str, str] = {}
 
     def _client(self, namespace: str) -> ServiceBusClient:
+        if namespace in self._down:
+            raise _UnreachableError(self._down[namespace])
         if namespace not in self._clients:
             spec = self._topology.namespace(namespace)
             self._clients[namespace] = servicebus_client(spec, self._environ, **CLIENT_OPTIONS)
@@ -163,6 +171,8 @@ class _Reader:
             report.parked = self._parked(task)
         except SDK_ERRORS as error:
             report.error = describe(error)
+        except _UnreachableError as error:
+            report.error = str(error)
         return report
 
     def _count(
@@ -181,6 +191,15 @@ class _Reader:
             )
         else:
             receiver = client.get_queue_receiver(ref.entity, sub_queue=sub_queue)
+        try:
+            return self._peek_count(receiver, match)
+        except SDK_ERRORS as error:
+            self._down[ref.namespace] = describe(error)
+            raise
+
+    def _peek_count(
+        self, receiver: ServiceBusReceiver, match: Callable[[Mapping[Any, Any]], bool] | None
+    ) -> Count:
         total = seen = 0
         sequence = 0
         with receiver:
@@ -256,6 +275,9 @@ class _Reader:
         errors: dict[str, str] = {}
         for target in heartbeat_receivers(self._topology):
             namespace = self._topology.namespace(target)
+            if target in self._down:
+                errors[target] = self._down[target]
+                continue
             try:
                 found = peek_latest_heartbeats(namespace, entity, environ=self._environ)
             except SDK_ERRORS as error:

@@ -14,6 +14,9 @@ arrive byte-exact; see :mod:`replication.transport.functions` for what else the 
   retry limit (5 s to 5 min, as the official replication samples), so the checkpoint never moves
   past an event that was not replicated.
 
+With the topology's ``heartbeats`` enabled, the heartbeat tasks are tasks like the others, and
+:mod:`replication.heartbeat_functions` adds the publishing timer and the reading triggers.
+
 The trigger's ``connection`` is the namespace's ``connection`` setting prefix: identity-based
 (``<prefix>__fullyQualifiedNamespace``) in Azure, a connection string locally.
 """
@@ -29,6 +32,7 @@ import azure.functions as func
 
 from patterns import DeadLetter
 from replication.envelope import Envelope
+from replication.heartbeat_functions import register_heartbeats
 from replication.runtime import TaskRunner
 from replication.topology import NamespaceKind, TaskSpec, Topology, load_topology
 from replication.transport.functions import (
@@ -131,6 +135,7 @@ def build_app(
     app = func.FunctionApp()
     for task in topology.tasks:
         register_task(app, topology, task, factory)
+    register_heartbeats(app, topology, factory)
     return app
 
 

@@ -13,6 +13,13 @@ No error stops a task for good: a lost connection, a restarted namespace, a mess
 cannot be read, a target that is down are retried with backoff, and a task that keeps failing
 is reported at ERROR and in :attr:`LocalHost.status` (``--until-idle`` then exits non-zero).
 It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N seconds.
+
+With heartbeats enabled (the topology's ``heartbeats`` section, :mod:`replication.heartbeats`)
+it also publishes each source namespace's heartbeat every interval and reads the heartbeats
+arriving at each receiving namespace (:mod:`replication.local_heartbeats`) into
+:attr:`LocalHost.heartbeats`, which the ``replication.heartbeat.age`` gauge and the live table
+read. The heartbeat tasks are ordinary tasks here, but their traffic does not count as activity
+for ``--until-idle``.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
+from replication.heartbeats import HeartbeatBook
+from replication.local_heartbeats import start_heartbeats
 from replication.task_status import TaskStatus
-from replication.topology import NamespaceKind, Topology
+from replication.topology import NamespaceKind, Topology, heartbeat_paths
 from replication.transport.checkpoints import STORAGE_SETTING, checkpoint_store
 from replication.transport.connections import check_settings
 from replication.transport.receivers import (
@@ -51,6 +60,9 @@ class LocalHost:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.status: dict[str, TaskStatus] = {}
+        self.heartbeats = HeartbeatBook()
+        """Heartbeat age per path (origin, target), when the topology enables heartbeats."""
+        self._heartbeat_tasks = {path.task for path in heartbeat_paths(topology)}
 
     @property
     def stats(self) -> dict[str, TaskStatus]:
@@ -106,6 +118,9 @@ class LocalHost:
             )
             thread.start()
             self._threads.append(thread)
+        self._threads += start_heartbeats(
+            self.topology, self._factory, self.heartbeats, self._stop, self._environ
+        )
         return self
 
     def failing(self) -> dict[str, TaskStatus]:
@@ -118,8 +133,9 @@ class LocalHost:
         for quiet."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            last = max((s.last_activity for s in self.status.values()), default=0.0)
-            received = sum(s.messages for s in self.status.values())
+            traffic = [s for n, s in self.status.items() if n not in self._heartbeat_tasks]
+            last = max((s.last_activity for s in traffic), default=0.0)
+            received = sum(s.messages for s in traffic)
             if received >= at_least and time.monotonic() - last >= idle_seconds:
                 return True
             time.sleep(0.2)

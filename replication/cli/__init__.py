@@ -38,6 +38,10 @@ COMMANDS: dict[str, Command] = {
         "dry-run every task in memory and print what would be forwarded", "replication.cli.plan"
     ),
     "run": Command("run every task locally with the SDKs", "replication.cli.run"),
+    "status": Command(
+        "print each task's backlog, dead-letter and parked counts and heartbeat ages",
+        "replication.cli.status",
+    ),
     "lint-rules": Command(
         "parse every SQL filter and action of the topology and the Bicep files",
         "replication.cli.lint_rules",

@@ -1,7 +1,8 @@
 """``python -m replication run``: every task of the topology, locally, with the SDKs.
 
 It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N
-seconds, and prints per task how many messages and batches it handled. It exits with
+seconds, and prints per task how many messages and batches it handled. On a terminal it shows
+a live per-task table meanwhile (:mod:`._live`); otherwise the log lines only. It exits with
 ``UNAVAILABLE`` (3) when a task was failing at the end (it could not reach its source or its
 targets, or its last batch failed), so that a script notices. See :mod:`replication.local_host`
 for what it runs and which settings it reads.
@@ -10,12 +11,14 @@ for what it runs and which settings it reads.
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 
 from replication.exit_codes import ExitCode
 from replication.local_host import LocalHost
 from replication.topology import load_topology
 
+from ._live import show_live
 from ._options import add_topology_option
 
 
@@ -40,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     with LocalHost(topology) as host:
         print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
         try:
-            if args.until_idle is not None:
+            if sys.stdout.isatty():
+                _wait_with_table(host, args)
+            elif args.until_idle is not None:
                 host.wait_until_idle(args.until_idle, timeout=args.timeout)
             else:
                 threading.Event().wait()
@@ -54,8 +59,23 @@ def run(args: argparse.Namespace) -> int:
         if status.failing:
             line += f"; FAILING: {status.last_error}"
         print(line)
+    for (origin, target), age in host.heartbeats.ages().items():
+        print(f"  heartbeat {origin} -> {target}: " + ("none" if age is None else f"{age:.1f} s"))
     failing = host.failing()
     if failing:
         print(f"{len(failing)} task(s) not making progress: {', '.join(failing)}")
         return ExitCode.UNAVAILABLE
     return ExitCode.OK
+
+
+def _wait_with_table(host: LocalHost, args: argparse.Namespace) -> None:
+    """The live table until the run ends (``--until-idle`` in a thread beside it)."""
+    done = threading.Event()
+    if args.until_idle is not None:
+
+        def idle() -> None:
+            host.wait_until_idle(args.until_idle, timeout=args.timeout)
+            done.set()
+
+        threading.Thread(target=idle, name="until-idle", daemon=True).start()
+    show_live(host, done)

@@ -13,7 +13,9 @@ access Azure Service Bus resources", *Resource scope*: queue, topic or subscript
 - queues (and their dead-letter queues) at the queue; Service Bus targets at the queue or topic;
 - Event Hubs roles at the event hub.
 
-Role definition ids are the built-in ones.
+With heartbeats enabled, the publishing timer gets *Data Sender* on each origin's heartbeat
+topic and the readers *Data Receiver* on each receiving namespace's ``heartbeat-reader``
+subscription. Role definition ids are the built-in ones.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from replication.topology import EntityRef, NamespaceKind, Topology
+from replication.topology import (
+    HEARTBEAT_READER,
+    EntityRef,
+    NamespaceKind,
+    Topology,
+    heartbeat_origins,
+    heartbeat_receivers,
+)
 
 from ._common import resource_name
 
@@ -98,4 +107,13 @@ def role_assignments(topology: Topology) -> list[RoleAssignment]:
         senders = [*task.targets, *([task.dead_letter_target] if task.dead_letter_target else [])]
         for ref in senders:
             assignments.add(_assignment(topology, ref, "sender"))
+    # Heartbeats (replication.heartbeat_functions): the timer publishes on each origin's
+    # heartbeat topic, the readers read each receiving namespace's reader subscription.
+    entity = topology.heartbeats.entity
+    for origin in heartbeat_origins(topology):
+        ref = EntityRef(namespace=origin, entity=entity)
+        assignments.add(_assignment(topology, ref, "sender"))
+    for target in heartbeat_receivers(topology):
+        ref = EntityRef(namespace=target, entity=entity, subscription=HEARTBEAT_READER)
+        assignments.add(_assignment(topology, ref, "receiver"))
     return sorted(assignments)

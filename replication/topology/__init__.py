@@ -9,7 +9,8 @@ path and what is wrong.
 Modules, in dependency order: ``_specs`` (namespaces and entities) and ``_tasks`` (tasks, and
 tasks resolved with their pattern's typed options) -> ``_topology`` (the document) ->
 ``_errors`` / ``_checks`` (reporting and cross-references) -> ``_lanes`` (what each task runs
-as: one lane per target for fan-out tasks, the default parking queue) -> ``_load``;
+as: one lane per target for fan-out tasks, the default parking queue) -> ``_heartbeats`` (the
+optional heartbeat topics, subscriptions and tasks) -> ``_load``;
 ``_outage`` (retry budgets and delivery counts), ``_materialize`` (the subscriptions, consumer
 groups, delivery counts and parking queues tasks need) and ``_sql`` (every SQL expression, for
 the linter) work on a loaded topology. ``_names`` derives bounded, stable names.
@@ -22,6 +23,15 @@ reading a subscription or consumer group is replaced by its lanes
 from __future__ import annotations
 
 from ._errors import json_path
+from ._heartbeats import (
+    HEARTBEAT_READER,
+    HeartbeatPath,
+    heartbeat_origins,
+    heartbeat_paths,
+    heartbeat_receivers,
+    heartbeat_schedule,
+    heartbeat_time_to_live,
+)
 from ._lanes import PARKING_QUEUE, lane_keys, splits
 from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse_topology
 from ._materialize import materialize
@@ -31,6 +41,7 @@ from ._specs import (
     DEFAULT_CONSUMER_GROUP,
     EntityRef,
     EventHubSpec,
+    HeartbeatSpec,
     NamespaceKind,
     NamespaceSpec,
     QueueSpec,
@@ -44,10 +55,13 @@ from ._topology import Topology
 __all__ = [
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
+    "HEARTBEAT_READER",
     "PARKING_QUEUE",
     "TOPOLOGY_SETTING",
     "EntityRef",
     "EventHubSpec",
+    "HeartbeatPath",
+    "HeartbeatSpec",
     "NamespaceKind",
     "NamespaceSpec",
     "QueueSpec",
@@ -59,6 +73,11 @@ __all__ = [
     "Topology",
     "attempt_budget",
     "bounded",
+    "heartbeat_origins",
+    "heartbeat_paths",
+    "heartbeat_receivers",
+    "heartbeat_schedule",
+    "heartbeat_time_to_live",
     "json_path",
     "lane_keys",
     "load_topology",

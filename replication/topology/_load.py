@@ -1,5 +1,6 @@
 """Reading a topology file: JSON, the schema, the cross-references, every task resolved and
-checked, then the tasks as they run (lanes and parking, :mod:`._lanes`).
+checked, then the tasks as they run (lanes and parking, :mod:`._lanes`; heartbeat paths,
+:mod:`._heartbeats`).
 
 The file is named by ``path``, else the app setting ``REPLICATION_TOPOLOGY``, else
 ``topology.json``. Every problem is reported as a
@@ -23,6 +24,7 @@ from replication.exceptions import ConfigurationError
 
 from ._checks import check_references, check_resolved
 from ._errors import format_validation_error, json_path
+from ._heartbeats import add_heartbeats
 from ._lanes import expand_tasks
 from ._tasks import ResolvedTask, resolve_task
 from ._topology import Topology
@@ -44,7 +46,7 @@ def parse_topology(document: Mapping[str, Any], *, source: str = "<topology>") -
     topology = topology.with_resolved(resolved)
     for index, task in enumerate(topology.resolved_tasks()):
         check_resolved(topology, task, index, source)
-    return expand_tasks(topology, source)
+    return add_heartbeats(expand_tasks(topology, source), source)
 
 
 def _resolve(topology: Topology, index: int, source: str) -> ResolvedTask:

@@ -120,6 +120,23 @@ class NamespaceSpec(SpecModel):
         return names
 
 
+DEFAULT_HEARTBEAT_ENTITY = "replication-heartbeat"
+
+
+class HeartbeatSpec(SpecModel):
+    """The topology's optional ``heartbeats`` section (off unless ``enabled``).
+
+    When enabled, every Service Bus namespace that is the source of a task publishes a small
+    heartbeat every ``interval`` on its topic ``entity``, and generated all-active tasks
+    replicate it to every namespace that namespace's tasks send to, so the receiving side can
+    tell a silent path from an idle one (see :mod:`._heartbeats`).
+    """
+
+    enabled: bool = False
+    interval: PositiveDuration = timedelta(minutes=1)
+    entity: EntityName = DEFAULT_HEARTBEAT_ENTITY
+
+
 class EntityRef(SpecModel):
     """A reference to an entity in a namespace, as a task's source or target.
 
@@ -153,9 +170,11 @@ class EntityRef(SpecModel):
 
 __all__ = [
     "DEFAULT_CONSUMER_GROUP",
+    "DEFAULT_HEARTBEAT_ENTITY",
     "EntityName",
     "EntityRef",
     "EventHubSpec",
+    "HeartbeatSpec",
     "NamespaceKind",
     "NamespaceSpec",
     "PositiveDuration",

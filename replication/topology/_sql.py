@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from replication.rules import SqlText, rule_texts
 
+from ._heartbeats import heartbeat_paths
 from ._topology import Topology
 
 
@@ -24,10 +25,12 @@ def sql_texts(topology: Topology) -> Iterator[SqlText]:
                     yield from rule_texts(rule, f"{base}.filter.sql", f"{base}.action")
     # A task split into lanes has one pattern, rule and options for all of them: report once,
     # at the file's task.
+    # Heartbeat tasks (added after the file's, see ._heartbeats) are reported at the section.
+    generated = {path.task for path in heartbeat_paths(topology)}
     for i, (_, (task, *_lanes)) in enumerate(topology.task_groups()):
         derived = task.subscription_rule()
         if derived is not None:
-            where = f"tasks[{i}].pattern"
+            where = "heartbeats" if task.name in generated else f"tasks[{i}].pattern"
             yield from rule_texts(derived, where, where)
         for relative, expression in task.pattern.sql_conditions(task.options):
             yield SqlText(f"tasks[{i}].options.{relative}", task.name, "filter", expression)

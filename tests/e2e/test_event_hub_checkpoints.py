@@ -27,6 +27,7 @@ from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, load_topology
 from replication.transport.checkpoints import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
 from replication.transport.receivers import drain_servicebus
+from replication.transport.status import read_status
 from tests.e2e.conftest import AZURITE_ACCOUNT, AZURITE_KEY
 
 pytestmark = pytest.mark.emulator
@@ -96,3 +97,27 @@ def test_unreachable_checkpoint_storage_is_a_clear_error_at_start() -> None:
     }
     with pytest.raises(ConfigurationError, match="AzureWebJobsStorage: cannot create or reach"):
         checkpoint_store(settings)
+
+
+def test_status_reports_each_partition_against_its_checkpoint(
+    topology: Topology, settings: dict[str, Any]
+) -> None:
+    """``status`` (:func:`read_status`): per partition the last enqueued sequence number against
+    the checkpoint; nothing behind after a run, three events behind after three more sends."""
+
+    def behind() -> int:
+        (task,) = [t for t in read_status(topology, settings).tasks if t.task == TASK]
+        assert task.error is None, task.error
+        assert task.partitions is not None
+        assert len(task.partitions) == 4
+        # A partition without a checkpoint is behind by everything it holds (from -1).
+        return sum(
+            p.last_enqueued - (p.checkpoint if p.checkpoint is not None else -1)
+            for p in task.partitions
+        )
+
+    _send(settings, range(100, 105))
+    _replicate(topology, settings, expected=5)
+    assert behind() == 0
+    _send(settings, range(105, 108))
+    assert behind() == 3

@@ -1,0 +1,97 @@
+"""Reading heartbeats with the Service Bus SDK: the receiving end of heartbeat paths.
+
+:func:`run_heartbeat_reader` receives from the ``heartbeat-reader`` subscription of a receiving
+namespace's heartbeat topic (see :mod:`replication.topology._heartbeats`), records every
+heartbeat in a :class:`~replication.heartbeats.HeartbeatBook` and completes it; it raises when
+the connection fails, so that :func:`~replication.transport.receivers.supervise` reconnects it
+with backoff like a task's loop. A message that is not a heartbeat is completed and ignored
+(logged at DEBUG). :func:`peek_latest_heartbeats` reads without settling anything, for
+``python -m replication status``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+
+from replication.heartbeats import Heartbeat, HeartbeatBook, parse_heartbeat
+from replication.task_status import TaskStatus
+from replication.topology import HEARTBEAT_READER, EntityRef, NamespaceSpec
+
+from .connections import servicebus_client
+from .receivers import source_receiver
+
+logger = logging.getLogger(__name__)
+
+RECEIVE_WAIT_SECONDS = 1.0
+PEEK_LIMIT = 1000
+"""Most heartbeats :func:`peek_latest_heartbeats` looks at per namespace."""
+
+
+def reader_source(namespace: str, entity: str) -> EntityRef:
+    """The subscription the heartbeat reader of ``namespace`` reads."""
+    return EntityRef(namespace=namespace, entity=entity, subscription=HEARTBEAT_READER)
+
+
+def run_heartbeat_reader(
+    namespace: NamespaceSpec,
+    entity: str,
+    book: HeartbeatBook,
+    stop: threading.Event,
+    status: TaskStatus,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> None:
+    """Record the heartbeats arriving at ``namespace`` until ``stop`` is set."""
+    with servicebus_client(namespace, environ) as client:
+        receiver = source_receiver(client, reader_source(namespace.name, entity), wait=1)
+        with receiver:
+            while not stop.is_set():
+                messages = receiver.receive_messages(
+                    max_message_count=100, max_wait_time=RECEIVE_WAIT_SECONDS
+                )
+                recorded = 0
+                for message in messages:
+                    heartbeat = parse_heartbeat(b"".join(message.body))
+                    if heartbeat is None:
+                        logger.debug("%s: not a heartbeat, ignored", namespace.name)
+                    elif book.record(heartbeat, namespace.name):
+                        recorded += 1
+                    receiver.complete_message(message)
+                if messages:
+                    status.record(recorded)
+                else:
+                    status.touch()
+
+
+def peek_latest_heartbeats(
+    namespace: NamespaceSpec, entity: str, *, environ: Mapping[str, str] | None = None
+) -> dict[str, Heartbeat]:
+    """The latest heartbeat per origin waiting in ``namespace``'s reader subscription, by
+    peeking (nothing is settled; a running reader consumes them, so this sees only what it
+    has not read yet)."""
+    latest: dict[str, Heartbeat] = {}
+    with (
+        servicebus_client(namespace, environ) as client,
+        source_receiver(client, reader_source(namespace.name, entity), wait=1) as receiver,
+    ):
+        sequence = 0
+        seen = 0
+        while seen < PEEK_LIMIT:
+            batch = receiver.peek_messages(max_message_count=250, sequence_number=sequence)
+            if not batch:
+                break
+            seen += len(batch)
+            sequence = (batch[-1].sequence_number or 0) + 1
+            for message in batch:
+                heartbeat = parse_heartbeat(b"".join(message.body))
+                if heartbeat is None or heartbeat.origin == namespace.name:
+                    continue
+                known = latest.get(heartbeat.origin)
+                if known is None or heartbeat.published > known.published:
+                    latest[heartbeat.origin] = heartbeat
+    return latest
+
+
+__all__ = ["peek_latest_heartbeats", "reader_source", "run_heartbeat_reader"]

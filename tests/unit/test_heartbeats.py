@@ -1,0 +1,205 @@
+"""Heartbeats: the topics, subscriptions and tasks the ``heartbeats`` section adds, its
+validation errors (file and JSON path), the heartbeat message and the ages a reader records."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replication.exceptions import ConfigurationError
+from replication.functions_app import build_app
+from replication.heartbeat_metrics import heartbeat_observations
+from replication.heartbeats import Heartbeat, HeartbeatBook, heartbeat_now, parse_heartbeat
+from replication.render.access import role_assignments
+from replication.topology import (
+    HEARTBEAT_READER,
+    Topology,
+    heartbeat_paths,
+    heartbeat_schedule,
+    load_topology,
+    materialize,
+    parse_topology,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+MESH = ROOT / "examples" / "three-region-mesh.json"
+STREAM = ROOT / "examples" / "active-passive-and-stream.json"
+
+
+def _with_heartbeats(path: Path, **section: Any) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    document["heartbeats"] = {"enabled": True, **section}
+    return document
+
+
+def _topic(topology: Topology, namespace: str, name: str) -> Any:
+    return next(t for t in topology.namespace(namespace).topics if t.name == name)
+
+
+def test_heartbeats_are_off_by_default() -> None:
+    topology = load_topology(MESH)
+    assert not topology.heartbeats.enabled
+    assert heartbeat_paths(topology) == []
+    assert all("heartbeat" not in task.name for task in topology.tasks)
+
+
+def test_one_heartbeat_task_per_path_reading_its_own_subscription() -> None:
+    topology = parse_topology(_with_heartbeats(MESH), source="mesh.json")
+    paths = [(p.origin, p.target, p.task) for p in heartbeat_paths(topology)]
+    assert paths == [
+        ("weu", "eus", "heartbeat-weu-to-eus"),
+        ("weu", "sea", "heartbeat-weu-to-sea"),
+        ("eus", "weu", "heartbeat-eus-to-weu"),
+        ("eus", "sea", "heartbeat-eus-to-sea"),
+        ("sea", "weu", "heartbeat-sea-to-weu"),
+        ("sea", "eus", "heartbeat-sea-to-eus"),
+    ]
+    task = topology.resolved("heartbeat-weu-to-eus")
+    assert task.spec.pattern == "all_active"
+    assert task.spec.source.describe() == (
+        "weu/replication-heartbeat/Subscriptions/replication-to-eus"
+    )
+    assert [t.entity_path for t in task.spec.targets] == ["eus/replication-heartbeat"]
+    assert task.spec.dead_letter_target is not None
+    assert task.spec.dead_letter_target.entity_path == "weu/replication-parked"
+    assert task.lane_of is None
+
+
+def test_materialize_adds_topics_loop_prevention_rules_and_reader_subscriptions() -> None:
+    topology = materialize(parse_topology(_with_heartbeats(MESH, interval="PT10M")))
+    topic = _topic(topology, "weu", "replication-heartbeat")
+    assert topic.default_message_time_to_live == timedelta(minutes=100)
+    subscriptions = {s.name: s for s in topic.subscriptions}
+    assert sorted(subscriptions) == [HEARTBEAT_READER, "replication-to-eus", "replication-to-sea"]
+    assert subscriptions[HEARTBEAT_READER].rules == []
+    (rule,) = subscriptions["replication-to-eus"].rules
+    assert rule.name == "$Default"
+    assert rule.filter.sql == "replication IS NULL"
+    assert rule.action == "SET replication = 1"
+    short = parse_topology(_with_heartbeats(MESH, interval="PT1S"))
+    assert _topic(short, "eus", "replication-heartbeat").default_message_time_to_live == (
+        timedelta(hours=1)
+    )
+
+
+def test_event_hub_namespaces_take_no_part() -> None:
+    topology = parse_topology(_with_heartbeats(STREAM))
+    kinds = {ns.name: ns.kind.value for ns in topology.namespaces}
+    for path in heartbeat_paths(topology):
+        assert kinds[path.origin] == kinds[path.target] == "servicebus"
+    for namespace in topology.namespaces:
+        if namespace.kind.value == "eventhubs":
+            assert "replication-heartbeat" not in namespace.entity_names()
+
+
+def test_custom_entity_and_the_functions_and_roles_it_needs() -> None:
+    topology = parse_topology(_with_heartbeats(MESH, entity="beats", interval="PT30S"))
+    assert _topic(topology, "sea", "beats").name == "beats"
+    functions = {
+        str(f.get_function_name()): json.loads(f.get_function_json())
+        for f in build_app(topology, environ={}).get_functions()
+    }
+    (timer,) = functions["heartbeat-publish"]["bindings"]
+    assert timer["type"] == "timerTrigger"
+    assert timer["schedule"] == "*/30 * * * * *"
+    (reader,) = functions["heartbeat-read-eus"]["bindings"]
+    assert (reader["topicName"], reader["subscriptionName"]) == ("beats", HEARTBEAT_READER)
+    assert "heartbeat-weu-to-eus" in functions
+    roles = {(r.entity, r.role, r.subscription) for r in role_assignments(topology)}
+    assert ("beats", "sender", None) in roles
+    assert ("beats", "receiver", HEARTBEAT_READER) in roles
+
+
+def test_off_heartbeats_leave_the_functions_unchanged() -> None:
+    names = [
+        str(f.get_function_name())
+        for f in build_app(load_topology(MESH), environ={}).get_functions()
+    ]
+    assert not [name for name in names if "heartbeat" in name]
+
+
+@pytest.mark.parametrize(
+    ("section", "location", "message"),
+    [
+        ({"interval": "PT7S"}, "heartbeats.interval", "cannot be a Functions timer schedule"),
+        ({"interval": "PT0S"}, "heartbeats.interval", "greater than"),
+        ({"entity": "bad name!"}, "heartbeats.entity", "should match pattern"),
+        ({"enabld": True}, "heartbeats.enabld", "unknown key"),
+        ({"entity": "telemetry"}, "heartbeats.entity", "already declares an entity"),
+    ],
+)
+def test_invalid_sections_name_file_and_path(
+    section: dict[str, Any], location: str, message: str
+) -> None:
+    document = _with_heartbeats(MESH, **section)
+    with pytest.raises(ConfigurationError) as raised:
+        parse_topology(document, source="mesh.json")
+    text = str(raised.value)
+    assert text.startswith(f"mesh.json: {location}: "), text
+    assert message in text
+
+
+def test_a_task_named_like_a_heartbeat_task_is_refused() -> None:
+    document = _with_heartbeats(MESH)
+    clash = copy.deepcopy(document["tasks"][0])
+    clash["name"] = "heartbeat-weu-to-eus"
+    clash["source"]["subscription"] = "other"
+    clash["targets"] = clash["targets"][:1]
+    document["tasks"].append(clash)
+    with pytest.raises(ConfigurationError, match=r"mesh\.json: heartbeats: .*'heartbeat-weu"):
+        parse_topology(document, source="mesh.json")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expression"),
+    [
+        (1, "*/1 * * * * *"),
+        (15, "*/15 * * * * *"),
+        (60, "0 * * * * *"),
+        (300, "0 */5 * * * *"),
+        (3600, "0 0 * * * *"),
+        (21600, "0 0 */6 * * *"),
+        (86400, "0 0 0 * * *"),
+        (7, None),
+        (90, None),
+        (0.5, None),
+    ],
+)
+def test_timer_schedules(seconds: float, expression: str | None) -> None:
+    assert heartbeat_schedule(timedelta(seconds=seconds)) == expression
+
+
+def test_heartbeat_message_round_trip_and_stable_id() -> None:
+    moment = datetime(2026, 11, 23, 22, 40, 1, 123456, tzinfo=UTC)
+    heartbeat = heartbeat_now("weu", moment)
+    envelope = heartbeat.envelope()
+    assert envelope.message_id == "heartbeat/weu/2026-11-23T22:40:01.123Z"
+    assert envelope.subject == "replication-heartbeat"
+    assert json.loads(envelope.body) == {"origin": "weu", "publishedAt": "2026-11-23T22:40:01.123Z"}
+    assert parse_heartbeat(envelope.body) == heartbeat
+    assert heartbeat_now("weu", moment).message_id == heartbeat.message_id
+    for junk in (b"", b"{}", b"[1]", b'{"origin": 1, "publishedAt": "x"}', b"\xff"):
+        assert parse_heartbeat(junk) is None
+    naive = b'{"origin": "weu", "publishedAt": "2026-11-23T22:40:01"}'
+    assert parse_heartbeat(naive) is None
+
+
+def test_book_keeps_the_latest_heartbeat_per_path() -> None:
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    book = HeartbeatBook(clock=lambda: now)
+    book.expect("weu", "neu")
+    book.expect("sea", "neu")
+    assert book.ages() == {("weu", "neu"): None, ("sea", "neu"): None}
+    assert book.record(Heartbeat("weu", now - timedelta(seconds=3)), "neu")
+    assert book.record(Heartbeat("weu", now - timedelta(seconds=30)), "neu")  # older: kept 3 s
+    assert not book.record(Heartbeat("neu", now), "neu")  # its own heartbeat: not a path
+    assert book.ages() == {("weu", "neu"): 3.0, ("sea", "neu"): None}
+    assert book.age_into("neu") == {"weu": 3.0, "sea": None}
+    (observation,) = heartbeat_observations(book)
+    assert observation.value == 3.0
+    assert observation.attributes == {"replication.origin": "weu", "replication.target": "neu"}

@@ -45,7 +45,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "two-region-all-act
 PRODUCER = "00-0af7651916cd43dd8448eb211c80319c-{:016x}-01"
 
 
-def batches(count: int, size: int) -> list[list[Envelope]]:
+def batches(count: int, size: int, *, shared: bool = False) -> list[list[Envelope]]:
     enqueued = datetime.now(UTC) - timedelta(seconds=1)
     return [
         [
@@ -55,7 +55,7 @@ def batches(count: int, size: int) -> list[list[Envelope]]:
                 sequence_number=b * size + i,
                 enqueued_time_utc=enqueued,
                 application_properties={
-                    "traceparent": PRODUCER.format(b * size + i + 1),
+                    "traceparent": PRODUCER.format(1 if shared else b * size + i + 1),
                     "region": "weu",
                 },
             )
@@ -70,11 +70,16 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument(
+        "--shared-context",
+        action="store_true",
+        help="every message carries the same producer context (one producer span per batch)",
+    )
     args = parser.parse_args()
 
     topology = load_topology(EXAMPLE)
     task = topology.resolved(topology.task("orders-weu-to-neu"))
-    work = batches(args.batches, args.size)
+    work = batches(args.batches, args.size, shared=args.shared_context)
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])
     exporter = InMemorySpanExporter()
@@ -120,8 +125,9 @@ def main() -> None:
 
     off = statistics.median(per_message["off"])
     print(
-        f"TaskRunner.run, {args.batches} batches of {args.size} messages, {args.rounds} rounds "
-        "(interleaved), median per message:"
+        f"TaskRunner.run, {args.batches} batches of {args.size} messages "
+        f"({'one producer context' if args.shared_context else 'a producer context each'}), "
+        f"{args.rounds} rounds (interleaved), median per message:"
     )
     for name in names:
         median = statistics.median(per_message[name])

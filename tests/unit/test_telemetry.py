@@ -5,6 +5,8 @@ to the runner's :class:`TaskTelemetry` (no global provider); targets are ``Memor
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -232,3 +234,36 @@ def test_exporters_are_configured_only_when_asked() -> None:
         )
         is None
     )
+
+
+CONSOLE_RUN = """
+import os
+from pathlib import Path
+from patterns import Target
+from replication.envelope import Envelope
+from replication.runtime import TaskRunner
+from replication.telemetry_setup import configure_local_telemetry
+from replication.topology import load_topology
+from replication.transport.memory import MemoryTarget
+from opentelemetry import metrics, trace
+
+assert configure_local_telemetry({"REPLICATION_TELEMETRY": "console"}) == "console"
+topology = load_topology(Path("examples/two-region-all-active.json"))
+task = topology.resolved(topology.task("orders-weu-to-neu"))
+neu = MemoryTarget("neu/orders")
+TaskRunner(task, {Target("neu", "orders"): neu}).run([Envelope(body=b"x", message_id="a")])
+assert neu.received[0].application_properties["traceparent"].startswith("00-")
+metrics.get_meter_provider().shutdown()
+trace.get_tracer_provider().shutdown()
+"""
+
+
+def test_local_console_telemetry_prints_metrics_and_spans() -> None:
+    """In a fresh interpreter: the global providers it installs cannot be undone in this one."""
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", CONSOLE_RUN], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"name": "replication.messages"' in result.stdout
+    assert '"name": "send orders"' in result.stdout

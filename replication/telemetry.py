@@ -234,7 +234,9 @@ class TaskTelemetry:
         attributes = self._target_attributes.get(key)
         if attributes is None:
             namespace, _, path = target.partition("/")
-            attributes = {TASK: self.task, TARGET: target, OPERATION_TYPE: "send"}
+            attributes = {TASK: self.task, OPERATION_TYPE: "send"}
+            if target:  # empty: no parking entity (a dry run's rejected messages)
+                attributes[TARGET] = target
             if entity or path:
                 attributes[DESTINATION] = entity or path
             if namespace in self._systems:

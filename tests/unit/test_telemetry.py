@@ -16,7 +16,11 @@ from opentelemetry import trace
 
 from patterns import Target
 from replication.envelope import Envelope
-from replication.exceptions import PermanentForwardError, TransientForwardError
+from replication.exceptions import (
+    MessageRejectedError,
+    PermanentForwardError,
+    TransientForwardError,
+)
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
 from replication.runtime import RetryPolicy, TaskRunner
 from replication.telemetry import (
@@ -267,3 +271,14 @@ def test_local_console_telemetry_prints_metrics_and_spans() -> None:
     assert result.returncode == 0, result.stderr
     assert '"name": "replication.messages"' in result.stdout
     assert '"name": "send orders"' in result.stdout
+
+
+def test_a_rejected_message_without_a_parking_entity_counts_as_failed() -> None:
+    sdk = Sdk()
+    bad = original("bad", **{REPL_ORIGIN: "weu", REPL_PATH: "weu", REPL_HOPS: "many"})
+    with pytest.raises(MessageRejectedError):
+        runner(sdk, MemoryTarget("neu/orders")).run([bad])
+    assert sdk.messages() == {
+        ("received", "", ""): 1,
+        ("failed", "", "MalformedReplicationProperty"): 1,
+    }

@@ -28,8 +28,8 @@ What happens to each decision of the pattern:
 Every run is measured and traced through :class:`replication.telemetry.TaskTelemetry` (the
 OpenTelemetry API; a no-op until the application configures an SDK): message counts per
 outcome, lag per forwarded replica, batch duration, failed sends, a span per batch and per
-target whose context every replica carries. One INFO line per batch summarizes it
-(:meth:`BatchOutcome.summary`); failures are WARNINGs.
+target whose context every replica carries (``REPLICATION_TELEMETRY=off``: nothing). The
+callers log one INFO line per batch (:meth:`BatchOutcome.summary`) and a WARNING per failure.
 
 A replica a target acknowledged is never sent to it again by the same runner: the runner
 remembers the source positions it delivered (the last :data:`LEDGER_SIZE`), so a batch that is
@@ -44,6 +44,7 @@ import collections
 import dataclasses
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import timedelta
@@ -64,7 +65,7 @@ from replication.properties import (
     DEAD_LETTER_SOURCE,
     is_replication_property,
 )
-from replication.telemetry import BatchTelemetry, TaskTelemetry
+from replication.telemetry import BatchTelemetry, TaskTelemetry, telemetry_enabled
 from replication.topology import ResolvedTask
 
 logger = logging.getLogger(__name__)
@@ -112,7 +113,8 @@ class BatchOutcome:
     pattern's decisions (for dry runs and logs).
 
     ``already_sent`` counts replicas not sent again because the target had acknowledged them
-    in an earlier attempt; ``retries`` the transient failures ridden out.
+    in an earlier attempt; ``retries`` the transient failures ridden out; ``lag`` the seconds
+    from each forwarded replica's source enqueue time to the target's acknowledgement.
     """
 
     received: int
@@ -251,6 +253,7 @@ class TaskRunner:
             source_entity=self.task.source.entity,
             subscription=self.task.source.subscription,
             consumer_group=self.task.source.consumer_group,
+            enabled=telemetry_enabled(os.environ),
         )
         parking = self.task.dead_letter_target
         self._parking_label = f"{parking.namespace}/{parking.entity}" if parking else ""
@@ -337,13 +340,6 @@ class TaskRunner:
             if self._clock() + delay > deadline:
                 for delivery in waiting:
                     self.telemetry.failed(str(delivery.target), len(delivery.pending), error)
-                logger.warning(
-                    "%s: %s still unavailable, giving the batch back after %d retries: %s",
-                    self.task.name,
-                    ", ".join(str(d.target) for d in waiting),
-                    retries,
-                    error,
-                )
                 raise error
             retries += 1
             logger.info(

@@ -11,7 +11,8 @@ application decides where metrics and traces go. Two applications live here:
   (``Authorization=AAD`` or ``Authorization=AAD;ClientId=<user-assigned identity>``) itself
   (``azure/monitor/opentelemetry/exporter/export/_base.py``). The Azure SDK's own tracing
   (``azure_sdk`` instrumentation) is switched off: it would overwrite each replica's
-  ``traceparent`` with a span outside the replicator's trace.
+  ``traceparent`` with a span outside the replicator's trace. Logs are left to the Functions
+  host, which ships them already.
 - Local runs (:func:`configure_local_telemetry`, for ``python -m replication run``): OTLP over
   HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (the exporters read the standard
   ``OTEL_EXPORTER_OTLP_*`` settings), else the console exporter when
@@ -59,6 +60,9 @@ def configure_function_app_telemetry(environ: Mapping[str, str]) -> bool:
     distro.configure_azure_monitor(
         connection_string=environ[CONNECTION_STRING_SETTING],
         instrumentation_options={"azure_sdk": {"enabled": False}},
+        # The Functions host already ships every Python log record to Application Insights;
+        # a second handler would store each line twice.
+        disable_logging=True,
     )
     logger.info("telemetry: exporting to Azure Monitor")
     return True

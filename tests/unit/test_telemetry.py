@@ -5,6 +5,7 @@ to the runner's :class:`TaskTelemetry` (no global provider); targets are ``Memor
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -282,3 +283,31 @@ def test_a_rejected_message_without_a_parking_entity_counts_as_failed() -> None:
         ("received", "", ""): 1,
         ("failed", "", "MalformedReplicationProperty"): 1,
     }
+
+
+AZURE_MONITOR_RUN = """
+from azure.core.settings import settings
+from opentelemetry import metrics, trace
+from replication.telemetry_setup import configure_function_app_telemetry
+
+connection = "InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=http://127.0.0.1:9/"
+assert configure_function_app_telemetry({"APPLICATIONINSIGHTS_CONNECTION_STRING": connection})
+assert type(metrics.get_meter_provider()).__module__.startswith("opentelemetry.sdk")
+assert type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.sdk")
+assert settings.tracing_implementation() is None, "SDK tracing would replace traceparent"
+"""
+
+
+def test_the_function_app_exports_to_azure_monitor_with_a_connection_string() -> None:
+    """In a fresh interpreter, against an ingestion endpoint that refuses connections."""
+    root = Path(__file__).resolve().parents[2]
+    environ = {**os.environ, "APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL": "true"}
+    result = subprocess.run(
+        [sys.executable, "-c", AZURE_MONITOR_RUN],
+        cwd=root,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr

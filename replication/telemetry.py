@@ -315,12 +315,14 @@ class _RecordingBatch(BatchTelemetry):
         self._sends: dict[str, tuple[trace.Span, dict[str, str], list[int]]] = {}
         self._process: trace.Span = trace.INVALID_SPAN
         self._started = 0.0
+        self._tracing = False
 
     def __enter__(self) -> BatchTelemetry:
         telemetry = self._telemetry
         self._started = time.perf_counter()
         telemetry.received(len(self._envelopes))
-        if not telemetry.tracing():
+        self._tracing = telemetry.tracing()
+        if not self._tracing:
             return self
         links: list[trace.Link] = []
         parents: set[tuple[int, int]] = set()
@@ -370,6 +372,8 @@ class _RecordingBatch(BatchTelemetry):
         self._telemetry._record_duration(time.perf_counter() - self._started, error)
 
     def stamp(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
+        if not self._tracing:
+            return envelopes
         entry = self._sends.get(target)
         if entry is None:
             telemetry = self._telemetry

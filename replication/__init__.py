@@ -7,6 +7,9 @@ imported from their modules, in dependency order:
 - ``replication.topology``: the validated topology file (``load_topology``);
 - ``replication.runtime``: a task's pattern executed over a batch;
 - ``replication.transport``: the only code that talks to the Azure SDKs;
+- ``replication.telemetry`` (OpenTelemetry API instruments, bottom layer) and
+  ``replication.telemetry_setup`` (``configure_local_telemetry`` for local runs, Azure Monitor
+  for the Function app);
 - ``replication.functions_app`` / ``replication.local_host`` / ``replication.cli``: the Function
   app, the local host and the command line.
 

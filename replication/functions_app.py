@@ -34,6 +34,7 @@ from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.heartbeat_functions import register_heartbeats
 from replication.runtime import TaskRunner
+from replication.telemetry_setup import configure_function_app_telemetry
 from replication.topology import NamespaceKind, TaskSpec, Topology, load_topology
 from replication.transport.functions import (
     envelopes_from_event_hub_batch,
@@ -61,7 +62,7 @@ def _servicebus_handler(runner: TaskRunner, factory: SenderFactory) -> Callable[
         if unreadable:
             runner.park(unreadable)
         outcome = runner.run(envelopes)
-        logger.info("%s: %s", runner.task.name, outcome)
+        logger.info("%s: %s", runner.task.name, outcome.summary())
 
     return replicate
 
@@ -75,7 +76,7 @@ def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
         if unreadable:
             runner.park(unreadable)
         outcome = runner.run(envelopes)
-        logger.info("%s: %s", runner.task.name, outcome)
+        logger.info("%s: %s", runner.task.name, outcome.summary())
 
     return replicate
 
@@ -128,10 +129,15 @@ def register_task(
 def build_app(
     topology: Topology | None = None, *, environ: dict[str, str] | None = None
 ) -> func.FunctionApp:
-    """The Functions app for ``topology`` (default: the file named by ``REPLICATION_TOPOLOGY``)."""
+    """The Functions app for ``topology`` (default: the file named by ``REPLICATION_TOPOLOGY``).
+
+    Exports telemetry to Application Insights when ``APPLICATIONINSIGHTS_CONNECTION_STRING``
+    is set (:mod:`replication.telemetry_setup`), before any runner creates its instruments."""
     quiet_sdk_loggers()
+    settings = environ if environ is not None else dict(os.environ)
+    configure_function_app_telemetry(settings)
     topology = topology if topology is not None else load_topology()
-    factory = SenderFactory(topology, environ if environ is not None else dict(os.environ))
+    factory = SenderFactory(topology, settings)
     app = func.FunctionApp()
     for task in topology.tasks:
         register_task(app, topology, task, factory)

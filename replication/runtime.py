@@ -25,6 +25,12 @@ What happens to each decision of the pattern:
   (dry runs) raises :class:`MessageRejectedError` after everything else was sent.
 - ``Skip``: logged at DEBUG (loop prevention is normal operation, not an error).
 
+Every run is measured and traced through :class:`replication.telemetry.TaskTelemetry` (the
+OpenTelemetry API; a no-op until the application configures an SDK): message counts per
+outcome, lag per forwarded replica, batch duration, failed sends, a span per batch and per
+target whose context every replica carries (``REPLICATION_TELEMETRY=off``: nothing). The
+callers log one INFO line per batch (:meth:`BatchOutcome.summary`) and a WARNING per failure.
+
 A replica a target acknowledged is never sent to it again by the same runner: the runner
 remembers the source positions it delivered (the last :data:`LEDGER_SIZE`), so a batch that is
 redelivered after a failure sends only what is missing. Across processes, the replica's
@@ -38,6 +44,7 @@ import collections
 import dataclasses
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import timedelta
@@ -58,6 +65,7 @@ from replication.properties import (
     DEAD_LETTER_SOURCE,
     is_replication_property,
 )
+from replication.telemetry import BatchTelemetry, TaskTelemetry, telemetry_enabled
 from replication.topology import ResolvedTask
 
 logger = logging.getLogger(__name__)
@@ -112,7 +120,8 @@ class BatchOutcome:
     pattern's decisions (for dry runs and logs).
 
     ``already_sent`` counts replicas not sent again because the target had acknowledged them
-    in an earlier attempt; ``retries`` the transient failures ridden out.
+    in an earlier attempt; ``retries`` the transient failures ridden out; ``lag`` the seconds
+    from each forwarded replica's source enqueue time to the target's acknowledgement.
     """
 
     received: int
@@ -122,6 +131,22 @@ class BatchOutcome:
     decisions: tuple[Decision, ...] = dataclasses.field(default=(), repr=False)
     already_sent: int = 0
     retries: int = 0
+    lag: tuple[float, ...] = dataclasses.field(default=(), repr=False)
+
+    def summary(self) -> str:
+        """The batch's one log line: counts and the lag of its forwarded replicas (p50/max)."""
+        text = (
+            f"received={self.received} forwarded={self.forwarded} skipped={self.skipped} "
+            f"dead_lettered={len(self.dead_lettered)}"
+        )
+        if self.already_sent:
+            text += f" already_sent={self.already_sent}"
+        if self.retries:
+            text += f" retries={self.retries}"
+        if self.lag:
+            ordered = sorted(self.lag)
+            text += f" lag_p50={ordered[len(ordered) // 2]:.3f}s lag_max={ordered[-1]:.3f}s"
+        return text
 
 
 def parked_copy(decision: DeadLetter, source: str) -> Envelope:
@@ -213,6 +238,7 @@ class TaskRunner:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], object] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        telemetry: TaskTelemetry | None = None,
     ) -> None:
         self.task = task.spec
         self.context = task.context
@@ -228,6 +254,16 @@ class TaskRunner:
         self._clock = clock
         self._ledger = _Ledger(LEDGER_SIZE)
         self._parking = Target("", "dead-letter target")
+        self.telemetry = telemetry or TaskTelemetry(
+            task.name,
+            source_namespace=self.task.source.namespace,
+            source_entity=self.task.source.entity,
+            subscription=self.task.source.subscription,
+            consumer_group=self.task.source.consumer_group,
+            enabled=telemetry_enabled(os.environ),
+        )
+        parking = self.task.dead_letter_target
+        self._parking_label = f"{parking.namespace}/{parking.entity}" if parking else ""
 
     def _timeout(self, deadline: float) -> float | None:
         """What is left of the budget for one send (None: no budget, the SDK's default)."""
@@ -241,7 +277,12 @@ class TaskRunner:
 
     def run(self, batch: Sequence[Envelope]) -> BatchOutcome:
         """Plan and execute; see the module docstring for what is raised when."""
+        with self.telemetry.batch(batch) as record:
+            return self._run(batch, record)
+
+    def _run(self, batch: Sequence[Envelope], record: BatchTelemetry) -> BatchOutcome:
         deadline = self._clock() + self.retry.budget
+        lag: list[float] = []
         decisions = self.plan(batch)
         deliveries: dict[Target, _Delivery] = {}
         dead_letters: list[DeadLetter] = []
@@ -257,8 +298,9 @@ class TaskRunner:
                 dead_letters.append(decision)
             else:
                 skipped += 1
+                self.telemetry.skipped(decision.reason)
                 logger.debug("%s: skip %s: %s", self.task.name, _id(decision), decision.reason)
-        retries = self._deliver(list(deliveries.values()), dead_letters, deadline)
+        retries = self._deliver(list(deliveries.values()), dead_letters, deadline, record, lag)
         if dead_letters:
             retries += self._park(dead_letters, deadline)
         forwarded = sum(d.sent for d in deliveries.values()) + already_sent
@@ -270,18 +312,25 @@ class TaskRunner:
             tuple(decisions),
             already_sent,
             retries,
+            tuple(lag),
         )
 
     def park(self, dead_letters: Sequence[DeadLetter]) -> None:
         """Park messages the caller could not even turn into envelopes for the pattern (an
         event whose body or properties cannot be read): same retries and fallbacks as
         :meth:`run`'s own parking."""
+        self.telemetry.received(len(dead_letters))
         self._park(list(dead_letters), self._clock() + self.retry.budget)
 
     # -- sending ---------------------------------------------------------------------------
 
     def _deliver(
-        self, deliveries: list[_Delivery], dead_letters: list[DeadLetter], deadline: float
+        self,
+        deliveries: list[_Delivery],
+        dead_letters: list[DeadLetter],
+        deadline: float,
+        record: BatchTelemetry,
+        lag: list[float],
     ) -> int:
         """Send every delivery; transient failures are retried in rounds with backoff until
         the deadline, then the last one is raised. Returns the number of retries."""
@@ -289,13 +338,15 @@ class TaskRunner:
         retries = 0
         while True:
             for delivery in deliveries:
-                self._attempt(delivery, dead_letters, deadline)
+                self._attempt(delivery, dead_letters, deadline, record, lag)
             waiting = [d for d in deliveries if d.pending]
             if not waiting:
                 return retries
             error = waiting[0].last_error
             assert error is not None
             if self._clock() + delay > deadline:
+                for delivery in waiting:
+                    self.telemetry.failed(str(delivery.target), len(delivery.pending), error)
                 raise error
             retries += 1
             logger.info(
@@ -309,20 +360,28 @@ class TaskRunner:
             delay = min(delay * 2, self.retry.max_backoff)
 
     def _attempt(
-        self, delivery: _Delivery, dead_letters: list[DeadLetter], deadline: float
+        self,
+        delivery: _Delivery,
+        dead_letters: list[DeadLetter],
+        deadline: float,
+        record: BatchTelemetry,
+        lag: list[float],
     ) -> None:
         """Send ``delivery.pending`` until it is empty or a transient error stops it."""
         sender = self._senders[delivery.target]
+        target = str(delivery.target)
         while delivery.pending:
             chunk = delivery.pending[:1] if delivery.one_by_one else delivery.pending
+            replicas = record.stamp(target, delivery.target.entity, [i.envelope for i in chunk])
             try:
-                sender.send([item.envelope for item in chunk], timeout=self._timeout(deadline))
+                sender.send(replicas, timeout=self._timeout(deadline))
                 acknowledged = frozenset(range(len(chunk)))
                 error: ForwardError | None = None
             except ForwardError as failure:
                 acknowledged = failure.acknowledged
                 error = failure
-            self._acknowledge(delivery, chunk, acknowledged)
+                self.telemetry.send_failed(target, failure)
+            self._acknowledge(delivery, chunk, acknowledged, record, lag)
             culprit = error.culprit if isinstance(error, PermanentForwardError) else None
             rest = [item for i, item in enumerate(chunk) if i not in acknowledged and i != culprit]
             delivery.pending = rest + delivery.pending[len(chunk) :]
@@ -367,11 +426,25 @@ class TaskRunner:
             delivery.suspect = None
 
     def _acknowledge(
-        self, delivery: _Delivery, chunk: list[Forward], acknowledged: frozenset[int]
+        self,
+        delivery: _Delivery,
+        chunk: list[Forward],
+        acknowledged: frozenset[int],
+        record: BatchTelemetry,
+        lag: list[float],
     ) -> None:
+        enqueued: list[float | None] = []
+        now = time.time()
         for index in acknowledged:
-            self._ledger.add((delivery.target, position(chunk[index].source)))
+            source = chunk[index].source
+            self._ledger.add((delivery.target, position(source)))
+            when = source.enqueued_time_utc.timestamp() if source.enqueued_time_utc else None
+            enqueued.append(when)
+            if when is not None:
+                lag.append(max(0.0, now - when))
         delivery.sent += len(acknowledged)
+        record.sent(str(delivery.target), len(acknowledged))
+        self.telemetry.forwarded(str(delivery.target), enqueued)
 
     # -- parking ---------------------------------------------------------------------------
 
@@ -393,6 +466,7 @@ class TaskRunner:
                 f"{_id(first)}: {first.reason}: {first.description}"
             )
             error.reason = first.reason
+            self.telemetry.failed("", len(dead_letters), error)
             raise error
         source = self.task.source.describe()
         pending = [
@@ -409,13 +483,15 @@ class TaskRunner:
                 error_: ForwardError | None = None
             except ForwardError as failure:
                 acknowledged, error_ = failure.acknowledged, failure
+                self.telemetry.send_failed(self._parking_label, failure)
             for index in acknowledged:
-                self._ledger.add((self._parking, position(pending[index])))
+                self._parked(pending[index])
             if error_ is None:
                 break
             rest = [(i, c) for i, c in enumerate(pending) if i not in acknowledged]
             if isinstance(error_, TransientForwardError):
                 if self._clock() + delay > deadline:
+                    self.telemetry.failed(self._parking_label, len(rest), error_)
                     raise error_
                 retries += 1
                 self._sleep(delay)
@@ -433,6 +509,7 @@ class TaskRunner:
                 break
             smaller = smaller_parked_copy(pending[culprit])
             if smaller is None:
+                self.telemetry.failed(self._parking_label, len(rest), error_)
                 raise error_
             logger.warning(
                 "%s: the parked copy of message %s does not fit the dead-letter target; "
@@ -448,13 +525,21 @@ class TaskRunner:
         while candidate is not None:
             try:
                 sender.send([candidate], timeout=self._timeout(deadline))
-            except PermanentForwardError:
+            except PermanentForwardError as failure:
+                self.telemetry.send_failed(self._parking_label, failure)
                 candidate = smaller_parked_copy(candidate)
                 if candidate is None:
+                    self.telemetry.failed(self._parking_label, 1, failure)
                     raise
                 continue
-            self._ledger.add((self._parking, position(candidate)))
+            self._parked(candidate)
             return
+
+    def _parked(self, copy: Envelope) -> None:
+        """The parking entity acknowledged ``copy``: remember and count it."""
+        self._ledger.add((self._parking, position(copy)))
+        reason = copy.application_properties.get(DEAD_LETTER_REASON)
+        self.telemetry.dead_lettered(self._parking_label, str(reason))
 
 
 def _dead_letter(item: Forward, error: PermanentForwardError) -> DeadLetter:

@@ -9,6 +9,7 @@ what both services promise. SDK errors are translated by :mod:`replication.trans
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -16,11 +17,14 @@ from typing import Any, TypeVar
 from azure.eventhub import EventHubProducerClient
 from azure.servicebus import ServiceBusClient
 from azure.servicebus.exceptions import MessageSizeExceededError
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.trace import TracerProvider
 
 from patterns import Target
 from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError
 from replication.runtime import RetryPolicy, TargetSender, TaskRunner
+from replication.telemetry import TaskTelemetry, telemetry_enabled
 from replication.topology import (
     EntityRef,
     NamespaceKind,
@@ -252,7 +256,29 @@ class SenderFactory:
         )
         budget = attempt_budget(self._topology, task.spec)
         retry = RetryPolicy.from_task(task, budget, bound_sends=bound_sends)
-        return TaskRunner(task, senders, dead_letter, retry=retry)
+        return TaskRunner(task, senders, dead_letter, retry=retry, telemetry=self.telemetry(task))
+
+    def telemetry(
+        self,
+        task: ResolvedTask,
+        *,
+        meter_provider: MeterProvider | None = None,
+        tracer_provider: TracerProvider | None = None,
+    ) -> TaskTelemetry:
+        """The task's instruments, with each namespace's ``messaging.system``; off when the
+        ``REPLICATION_TELEMETRY`` setting says so. Providers default to the global ones."""
+        source = task.spec.source
+        return TaskTelemetry(
+            task.name,
+            source_namespace=source.namespace,
+            source_entity=source.entity,
+            subscription=source.subscription,
+            consumer_group=source.consumer_group,
+            systems={ns.name: str(ns.kind) for ns in self._topology.namespaces},
+            enabled=telemetry_enabled(self._environ if self._environ is not None else os.environ),
+            meter_provider=meter_provider,
+            tracer_provider=tracer_provider,
+        )
 
     def peeker(self, source: EntityRef) -> ServiceBusPeeker:
         """The (cached) peeker of a Service Bus source, for re-reading a trigger's batch."""

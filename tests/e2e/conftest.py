@@ -69,6 +69,10 @@ def region(name: str) -> dict[str, Any]:
             {"Name": "redrive-valid", "Properties": dict(QUEUE_PROPERTIES)},
             {"Name": "redrive-parking", "Properties": {"MaxDeliveryCount": 10}},
             {"Name": "redrive-out", "Properties": {"RequiresDuplicateDetection": True}},
+            # Telemetry (test_telemetry.py): a source, a target and a parking queue of its own.
+            {"Name": "telemetry-in", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "telemetry-out", "Properties": dict(QUEUE_PROPERTIES)},
+            {"Name": "telemetry-parked", "Properties": dict(QUEUE_PROPERTIES)},
         ],
         "Topics": [
             {

@@ -33,6 +33,7 @@ BOTTOM = (
     "replication.rules",
     "replication.sql",
     "replication.task_status",
+    "replication.telemetry",
     "replication.values",
 )
 ALLOWED: dict[str, tuple[str, ...]] = {

@@ -1,0 +1,142 @@
+"""Per-message cost of TaskRunner.run with telemetry on against off, side by side.
+
+Run: ``.venv/bin/python benchmarks/bench_telemetry.py [--batches N] [--size S] [--rounds R]``.
+Three configurations of the same runner over the same batches (an all-active task, every
+message with its own producer span's ``traceparent`` (as the SDKs write one span per message)
+and an enqueue time, sent to the in-memory target,
+so only the library's own work is measured):
+
+- ``off``: ``REPLICATION_TELEMETRY=off`` (nothing recorded, replicas keep the producer's trace);
+- ``api only``: on, but no SDK configured (the OpenTelemetry API's no-op);
+- ``sdk``: on, with an SDK MeterProvider (in-memory reader) and TracerProvider (batch span
+  processor to an in-memory exporter), as an application with exporters would have it.
+
+Rounds interleave the configurations (a fresh runner each, as the ledger would otherwise skip
+the batches); the median per-message time of each is printed with its ratio to ``off``. The
+issue's goal: under 10 % overhead with the SDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from patterns import Target
+from replication.envelope import Envelope
+from replication.runtime import TaskRunner
+from replication.telemetry import TaskTelemetry
+from replication.topology import load_topology
+from replication.transport.memory import MemoryTarget
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "two-region-all-active.json"
+PRODUCER = "00-0af7651916cd43dd8448eb211c80319c-{:016x}-01"
+
+
+def batches(count: int, size: int, *, shared: bool = False) -> list[list[Envelope]]:
+    enqueued = datetime.now(UTC) - timedelta(seconds=1)
+    return [
+        [
+            Envelope(
+                body=b'{"amount": 42}',
+                message_id=f"{b}-{i}",
+                sequence_number=b * size + i,
+                enqueued_time_utc=enqueued,
+                application_properties={
+                    "traceparent": PRODUCER.format(1 if shared else b * size + i + 1),
+                    "region": "weu",
+                },
+            )
+            for i in range(size)
+        ]
+        for b in range(count)
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument(
+        "--shared-context",
+        action="store_true",
+        help="every message carries the same producer context (one producer span per batch)",
+    )
+    args = parser.parse_args()
+
+    topology = load_topology(EXAMPLE)
+    task = topology.resolved(topology.task("orders-weu-to-neu"))
+    work = batches(args.batches, args.size, shared=args.shared_context)
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    exporter = InMemorySpanExporter()
+    tracers = TracerProvider()
+    tracers.add_span_processor(BatchSpanProcessor(exporter))
+
+    def telemetry(name: str) -> TaskTelemetry:
+        if name == "off":
+            return TaskTelemetry(task.name, enabled=False)
+        if name == "api only":
+            return TaskTelemetry(task.name)
+        return TaskTelemetry(
+            task.name,
+            source_namespace="weu",
+            source_entity="orders",
+            systems={"weu": "servicebus", "neu": "servicebus"},
+            meter_provider=meters,
+            tracer_provider=tracers,
+        )
+
+    def one_round(name: str) -> float:
+        target = MemoryTarget("neu/orders")
+        runner = TaskRunner(task, {Target("neu", "orders"): target}, telemetry=telemetry(name))
+        run: Callable[[list[Envelope]], object] = runner.run
+        start = time.perf_counter()
+        for batch in work:
+            run(batch)
+        elapsed = time.perf_counter() - start
+        assert len(target.received) == args.batches * args.size
+        return float(elapsed / (args.batches * args.size))
+
+    names = ("off", "api only", "sdk")
+    for name in names:  # warm-up
+        one_round(name)
+    per_message: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(args.rounds):
+        order = names[index % 3 :] + names[: index % 3]
+        for name in order:
+            per_message[name].append(one_round(name))
+        tracers.force_flush()
+        exporter.clear()
+        reader.get_metrics_data()
+
+    off = statistics.median(per_message["off"])
+    print(
+        f"TaskRunner.run, {args.batches} batches of {args.size} messages "
+        f"({'one producer context' if args.shared_context else 'a producer context each'}), "
+        f"{args.rounds} rounds (interleaved), median per message:"
+    )
+    for name in names:
+        median = statistics.median(per_message[name])
+        print(
+            f"  {name:9s} {median * 1e6:8.2f} us/message  "
+            f"{median / off:5.3f}x off  (+{(median / off - 1) * 100:5.1f} %)"
+        )
+    tracers.shutdown()
+
+
+if __name__ == "__main__":
+    main()

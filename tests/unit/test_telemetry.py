@@ -1,0 +1,313 @@
+"""Telemetry of TaskRunner: the instruments, their attributes, the trace context on replicas,
+and the off switch. The SDK's in-memory reader and exporter (:class:`tests.otel.Sdk`) are passed
+to the runner's :class:`TaskTelemetry` (no global provider); targets are ``MemoryTarget``s.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+
+from patterns import Target
+from replication.envelope import Envelope
+from replication.exceptions import (
+    MessageRejectedError,
+    PermanentForwardError,
+    TransientForwardError,
+)
+from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
+from replication.runtime import RetryPolicy, TaskRunner
+from replication.telemetry import (
+    DIAGNOSTIC_ID,
+    TRACE_PARENT,
+    TaskTelemetry,
+    error_type,
+    skip_reason,
+    telemetry_enabled,
+)
+from replication.telemetry_setup import configure_function_app_telemetry, configure_local_telemetry
+from replication.topology import load_topology
+from replication.transport.memory import MemoryTarget
+from tests.otel import Sdk
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+PRODUCER_TRACE = "0af7651916cd43dd8448eb211c80319c"
+PRODUCER_PARENT = f"00-{PRODUCER_TRACE}-b7ad6b7169203331-01"
+
+
+def runner(
+    sdk: Sdk, target: MemoryTarget, parking: MemoryTarget | None = None, *, enabled: bool = True
+) -> TaskRunner:
+    topology = load_topology(EXAMPLES / "two-region-all-active.json")
+    task = topology.resolved(topology.task("orders-weu-to-neu"))
+    telemetry = TaskTelemetry(
+        task.name,
+        source_namespace="weu",
+        source_entity="orders",
+        subscription="replication",
+        systems={"weu": "servicebus", "neu": "servicebus"},
+        enabled=enabled,
+        meter_provider=sdk.meters,
+        tracer_provider=sdk.tracers,
+    )
+    return TaskRunner(
+        task, {Target("neu", "orders"): target}, parking, retry=RetryPolicy(), telemetry=telemetry
+    )
+
+
+def original(name: str, /, **properties: Any) -> Envelope:
+    """A message enqueued two seconds ago with ``properties``."""
+    return Envelope(
+        body=b"x",
+        message_id=name,
+        enqueued_time_utc=datetime.now(UTC) - timedelta(seconds=2),
+        sequence_number=hash(name) % 10_000,
+        application_properties=properties,
+    )
+
+
+def test_counts_per_outcome_and_one_lag_observation_per_forwarded_replica() -> None:
+    sdk = Sdk()
+    neu, parked = MemoryTarget("neu/orders"), MemoryTarget("weu/replication-parked")
+    batch = [
+        original("a"),
+        original("b"),
+        original("replica", **{REPL_ORIGIN: "neu", REPL_PATH: "neu;weu", REPL_HOPS: 1}),
+        original("bad", **{REPL_ORIGIN: "weu", REPL_PATH: "weu", REPL_HOPS: "many"}),
+    ]
+    outcome = runner(sdk, neu, parked).run(batch)
+    assert (outcome.forwarded, outcome.skipped, len(outcome.dead_lettered)) == (2, 1, 1)
+    assert sdk.messages() == {
+        ("received", "", ""): 4,
+        ("forwarded", "neu/orders", ""): 2,
+        ("skipped", "", "LoopPrevention"): 1,
+        ("dead_lettered", "weu/replication-parked", "MalformedReplicationProperty"): 1,
+    }
+    (lag,) = sdk.points("replication.lag")
+    assert lag.count == 2
+    assert 1.5 < lag.min <= lag.max < 30
+    assert lag.attributes is not None
+    assert lag.attributes["messaging.system"] == "servicebus"
+    assert lag.attributes["messaging.destination.name"] == "orders"
+    (duration,) = sdk.points("replication.batch.duration")
+    assert duration.count == 1
+    assert "error.type" not in duration.attributes
+    assert "lag_p50=" in outcome.summary()
+    assert "forwarded=2" in outcome.summary()
+
+
+def test_a_failed_batch_counts_its_unsent_replicas_and_each_failed_send() -> None:
+    sdk = Sdk()
+    neu = MemoryTarget("neu/orders", unavailable=True)
+    with pytest.raises(TransientForwardError):
+        runner(sdk, neu).run([original("a"), original("b")])
+    assert sdk.messages() == {
+        ("received", "", ""): 2,
+        ("failed", "neu/orders", "TransientForwardError"): 2,
+    }
+    (failures,) = sdk.points("replication.send.failures")
+    assert failures.value == 1
+    assert failures.attributes["error.type"] == "TransientForwardError"
+    assert failures.attributes["replication.target"] == "neu/orders"
+    (duration,) = sdk.points("replication.batch.duration")
+    assert duration.attributes["error.type"] == "TransientForwardError"
+    (process,) = [s for s in sdk.spans.get_finished_spans() if s.kind is trace.SpanKind.CONSUMER]
+    assert process.status.status_code is trace.StatusCode.ERROR
+
+
+def test_replicas_carry_the_send_span_whose_parent_continues_the_producer() -> None:
+    sdk = Sdk()
+    neu = MemoryTarget("neu/orders")
+    runner(sdk, neu).run([original("a", traceparent=PRODUCER_PARENT, tracestate="k=v")])
+    spans = {span.kind: span for span in sdk.spans.get_finished_spans()}
+    process, send = spans[trace.SpanKind.CONSUMER], spans[trace.SpanKind.PRODUCER]
+    assert process.context.trace_id == int(PRODUCER_TRACE, 16)
+    assert process.parent is not None
+    assert process.parent.span_id == 0xB7AD6B7169203331
+    assert [link.context.span_id for link in process.links] == [0xB7AD6B7169203331]
+    assert process.attributes is not None
+    assert send.attributes is not None
+    assert process.attributes["messaging.operation.type"] == "process"
+    assert process.attributes["messaging.destination.subscription.name"] == "replication"
+    assert send.parent is not None
+    assert send.parent.span_id == process.context.span_id
+    assert send.attributes["messaging.system"] == "servicebus"
+    assert send.attributes["messaging.destination.name"] == "orders"
+    assert send.attributes["messaging.operation.type"] == "send"
+    assert send.attributes["messaging.batch.message_count"] == 1
+    (replica,) = neu.received
+    expected = f"00-{PRODUCER_TRACE}-{send.context.span_id:016x}-01"
+    assert replica.application_properties[TRACE_PARENT] == expected
+    assert replica.application_properties[DIAGNOSTIC_ID] == expected
+    assert replica.application_properties["tracestate"] == "k=v"  # W3C: the state travels on
+
+
+def test_a_batch_of_several_traces_is_linked_to_each_not_parented() -> None:
+    sdk = Sdk()
+    other = "00-11111111111111111111111111111111-2222222222222222-01"
+    runner(sdk, MemoryTarget("neu/orders")).run(
+        [original("a", traceparent=PRODUCER_PARENT), original("b", **{DIAGNOSTIC_ID: other})]
+    )
+    (process,) = [s for s in sdk.spans.get_finished_spans() if s.kind is trace.SpanKind.CONSUMER]
+    assert process.parent is None
+    assert len(process.links) == 2
+
+
+def test_a_batch_with_untraced_messages_is_not_parented_to_the_traced_one() -> None:
+    sdk = Sdk()
+    neu = MemoryTarget("neu/orders")
+    runner(sdk, neu).run([original("a", traceparent=PRODUCER_PARENT), original("b")])
+    (process,) = [s for s in sdk.spans.get_finished_spans() if s.kind is trace.SpanKind.CONSUMER]
+    assert process.parent is None
+    assert len(process.links) == 1
+    assert all(
+        e.application_properties[TRACE_PARENT].split("-")[1] != PRODUCER_TRACE for e in neu.received
+    )
+
+
+def test_off_records_nothing_and_keeps_the_producers_trace_properties() -> None:
+    sdk = Sdk()
+    neu = MemoryTarget("neu/orders")
+    runner(sdk, neu, enabled=False).run([original("a", traceparent=PRODUCER_PARENT)])
+    assert sdk.points("replication.messages") == []
+    assert sdk.spans.get_finished_spans() == ()
+    assert neu.received[0].application_properties[TRACE_PARENT] == PRODUCER_PARENT
+
+
+def test_without_an_sdk_replicas_keep_their_trace_properties() -> None:
+    topology = load_topology(EXAMPLES / "two-region-all-active.json")
+    task = topology.resolved(topology.task("orders-weu-to-neu"))
+    neu = MemoryTarget("neu/orders")
+    TaskRunner(task, {Target("neu", "orders"): neu}).run(
+        [original("a", traceparent=PRODUCER_PARENT)]
+    )
+    assert neu.received[0].application_properties[TRACE_PARENT] == PRODUCER_PARENT
+
+
+@pytest.mark.parametrize(
+    ("value", "enabled"),
+    [(None, True), ("on", True), ("console", True), ("off", False), ("OFF", False), ("0", False)],
+)
+def test_the_off_switch(value: str | None, enabled: bool) -> None:
+    environ = {} if value is None else {"REPLICATION_TELEMETRY": value}
+    assert telemetry_enabled(environ) is enabled
+
+
+@pytest.mark.parametrize(
+    ("reason", "code"),
+    [
+        ("NoRouteMatched: no route condition is true", "NoRouteMatched"),
+        ("ValidationFailed: body too large", "ValidationFailed"),
+        ("already a replica: all-active replicates originals only", "LoopPrevention"),
+        ("neu/orders: already on the path", "LoopPrevention"),
+        ("no target", "LoopPrevention"),
+    ],
+)
+def test_skip_reasons_are_bounded_codes(reason: str, code: str) -> None:
+    assert skip_reason(reason) == code
+
+
+def test_error_type_prefers_the_errors_reason() -> None:
+    assert error_type(TransientForwardError("x", target="t")) == "TransientForwardError"
+    error = PermanentForwardError("x", target="t")
+    error.reason = "MessageTooLarge"
+    assert error_type(error) == "MessageTooLarge"
+
+
+def test_exporters_are_configured_only_when_asked() -> None:
+    assert configure_function_app_telemetry({}) is False
+    assert (
+        configure_function_app_telemetry(
+            {
+                "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=x",
+                "REPLICATION_TELEMETRY": "off",
+            }
+        )
+        is False
+    )
+    assert configure_local_telemetry({}) is None
+    assert (
+        configure_local_telemetry(
+            {"REPLICATION_TELEMETRY": "off", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}
+        )
+        is None
+    )
+
+
+CONSOLE_RUN = """
+import os
+from pathlib import Path
+from patterns import Target
+from replication.envelope import Envelope
+from replication.runtime import TaskRunner
+from replication.telemetry_setup import configure_local_telemetry
+from replication.topology import load_topology
+from replication.transport.memory import MemoryTarget
+from opentelemetry import metrics, trace
+
+assert configure_local_telemetry({"REPLICATION_TELEMETRY": "console"}) == "console"
+topology = load_topology(Path("examples/two-region-all-active.json"))
+task = topology.resolved(topology.task("orders-weu-to-neu"))
+neu = MemoryTarget("neu/orders")
+TaskRunner(task, {Target("neu", "orders"): neu}).run([Envelope(body=b"x", message_id="a")])
+assert neu.received[0].application_properties["traceparent"].startswith("00-")
+metrics.get_meter_provider().shutdown()
+trace.get_tracer_provider().shutdown()
+"""
+
+
+def test_local_console_telemetry_prints_metrics_and_spans() -> None:
+    """In a fresh interpreter: the global providers it installs cannot be undone in this one."""
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", CONSOLE_RUN], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"name": "replication.messages"' in result.stdout
+    assert '"name": "send orders"' in result.stdout
+
+
+def test_a_rejected_message_without_a_parking_entity_counts_as_failed() -> None:
+    sdk = Sdk()
+    bad = original("bad", **{REPL_ORIGIN: "weu", REPL_PATH: "weu", REPL_HOPS: "many"})
+    with pytest.raises(MessageRejectedError):
+        runner(sdk, MemoryTarget("neu/orders")).run([bad])
+    assert sdk.messages() == {
+        ("received", "", ""): 1,
+        ("failed", "", "MalformedReplicationProperty"): 1,
+    }
+
+
+AZURE_MONITOR_RUN = """
+from azure.core.settings import settings
+from opentelemetry import metrics, trace
+from replication.telemetry_setup import configure_function_app_telemetry
+
+connection = "InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=http://127.0.0.1:9/"
+assert configure_function_app_telemetry({"APPLICATIONINSIGHTS_CONNECTION_STRING": connection})
+assert type(metrics.get_meter_provider()).__module__.startswith("opentelemetry.sdk")
+assert type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.sdk")
+assert settings.tracing_implementation() is None, "SDK tracing would replace traceparent"
+"""
+
+
+def test_the_function_app_exports_to_azure_monitor_with_a_connection_string() -> None:
+    """In a fresh interpreter, against an ingestion endpoint that refuses connections."""
+    root = Path(__file__).resolve().parents[2]
+    environ = {**os.environ, "APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL": "true"}
+    result = subprocess.run(
+        [sys.executable, "-c", AZURE_MONITOR_RUN],
+        cwd=root,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr

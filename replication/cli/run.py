@@ -11,11 +11,13 @@ for what it runs and which settings it reads.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 
 from replication.exit_codes import ExitCode
 from replication.local_host import LocalHost
+from replication.telemetry_setup import configure_local_telemetry
 from replication.topology import load_topology
 
 from ._live import show_live
@@ -40,6 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
+    # Metrics and traces go to OTLP or the console when the settings ask for it (see
+    # replication/telemetry_setup.py); by default nothing is exported.
+    configure_local_telemetry(os.environ)
     with LocalHost(topology) as host:
         print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
         try:

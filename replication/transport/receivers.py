@@ -412,14 +412,7 @@ def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *ar
 
 
 def _log_outcome(runner: TaskRunner, outcome: BatchOutcome) -> None:
-    logger.info(
-        "%s: %d received, %d forwarded, %d skipped, %d parked",
-        runner.task.name,
-        outcome.received,
-        outcome.forwarded,
-        outcome.skipped,
-        len(outcome.dead_lettered),
-    )
+    logger.info("%s: %s", runner.task.name, outcome.summary())
 
 
 def run_event_hub_source(

@@ -25,6 +25,7 @@ from ._errors import json_path
 from ._lanes import PARKING_QUEUE, lane_keys, splits
 from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse_topology
 from ._materialize import materialize
+from ._monitoring import MonitoringSpec
 from ._names import bounded, slug
 from ._outage import attempt_budget, required_delivery_count, tolerated_outage
 from ._specs import (
@@ -48,6 +49,7 @@ __all__ = [
     "TOPOLOGY_SETTING",
     "EntityRef",
     "EventHubSpec",
+    "MonitoringSpec",
     "NamespaceKind",
     "NamespaceSpec",
     "QueueSpec",

@@ -34,6 +34,8 @@ var failureWindowMinutes = {
   PT4H: 240
   PT5H: 300
   PT6H: 360
+  P1D: 1440
+  P2D: 2880
 }
 var failurePeriods = contains(failureWindowMinutes, monitoring.failureWindow) ? failureWindowMinutes[monitoring.failureWindow] / 5 : 3
 

@@ -19,11 +19,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from replication.rules import SpecModel
 
-_WINDOW = Annotated[timedelta, Field(ge=timedelta(minutes=5), le=timedelta(days=2))]
+# The window sizes a log alert rule accepts (as infra/modules/monitoring.bicep maps them).
+ALERT_WINDOWS = tuple(
+    timedelta(minutes=m) for m in (5, 10, 15, 30, 45, 60, 120, 180, 240, 300, 360, 1440, 2880)
+)
 _EMAIL = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 
 
@@ -33,9 +36,19 @@ class MonitoringSpec(SpecModel):
     lag_threshold: Annotated[timedelta, Field(gt=timedelta(0))] = timedelta(minutes=5)
     heartbeat_max_age: Annotated[timedelta, Field(gt=timedelta(0))] = timedelta(minutes=10)
     parked_threshold: Annotated[int, Field(ge=0)] = 0
-    failure_window: _WINDOW = timedelta(minutes=15)
+    failure_window: timedelta = timedelta(minutes=15)
     alerts_enabled: bool = True
     action_group_emails: list[_EMAIL] = Field(default_factory=list)
 
+    @field_validator("failure_window")
+    @classmethod
+    def _an_alert_window(cls, value: timedelta) -> timedelta:
+        if value not in ALERT_WINDOWS:
+            raise ValueError(
+                "must be an alert rule window: PT5M, PT10M, PT15M, PT30M, PT45M, PT1H, PT2H, "
+                "PT3H, PT4H, PT5H, PT6H, P1D or P2D"
+            )
+        return value
 
-__all__ = ["MonitoringSpec"]
+
+__all__ = ["ALERT_WINDOWS", "MonitoringSpec"]

@@ -17,7 +17,9 @@ from pycep import BicepParser
 
 from replication.exceptions import ConfigurationError
 from replication.render import bicep_parameters
+from replication.render._common import iso_duration
 from replication.topology import load_topology
+from replication.topology._monitoring import ALERT_WINDOWS
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -83,6 +85,7 @@ def test_monitoring_defaults_when_the_section_is_absent() -> None:
         ({"lagThreshold": "soon"}, "monitoring.lagThreshold"),
         ({"parkedThreshold": -1}, "monitoring.parkedThreshold"),
         ({"failureWindow": "PT1M"}, "monitoring.failureWindow"),
+        ({"failureWindow": "PT20M"}, "monitoring.failureWindow"),
         ({"actionGroupEmails": ["nobody"]}, "monitoring.actionGroupEmails[0]"),
         ({"heartbeat": True}, "monitoring.heartbeat"),
     ],
@@ -189,3 +192,12 @@ def test_workbook_json_is_valid_and_shows_every_metric(monitoring_bicep: dict[st
     shown = {m for m in METRICS if any(f'name == "{m}"' in q for q in queries)}
     assert shown == METRICS
     assert any('"dead_lettered"' in q for q in queries)
+
+
+def test_every_accepted_failure_window_has_its_periods_in_bicep(
+    monitoring_bicep: dict[str, Any],
+) -> None:
+    minutes = monitoring_bicep["variables"]["failureWindowMinutes"]["value"]
+    assert {iso_duration(w) for w in ALERT_WINDOWS} == set(minutes)
+    for window in ALERT_WINDOWS:
+        assert minutes[iso_duration(window)] == window.total_seconds() / 60

@@ -38,7 +38,7 @@ param pythonVersion string = '3.13'
 @description('Create a Key Vault for connection strings of namespaces outside the tenant.')
 param enableKeyVault bool = false
 
-@description('Alert thresholds from the topology\'s monitoring section (lagThresholdSeconds, heartbeatMaxAgeSeconds, parkedThreshold, failureWindow, alertsEnabled, actionGroupEmails, tasks).')
+@description('Alert thresholds from the topology\'s monitoring section (lagThresholdSeconds, heartbeatMaxAgeSeconds, parkedThreshold, failureWindow, alertsEnabled, actionGroupEmails).')
 param monitoring object = {
   lagThresholdSeconds: 300
   heartbeatMaxAgeSeconds: 600
@@ -46,7 +46,6 @@ param monitoring object = {
   failureWindow: 'PT15M'
   alertsEnabled: true
   actionGroupEmails: []
-  tasks: []
 }
 
 @description('Resource id of an existing action group the alerts notify; empty: only the topology\'s actionGroupEmails (if any).')

@@ -12,7 +12,7 @@ param location string
 @description('Resource id of the Application Insights component the Function app reports to.')
 param insightsId string
 
-@description('lagThresholdSeconds, heartbeatMaxAgeSeconds, parkedThreshold, failureWindow (ISO-8601), alertsEnabled, actionGroupEmails, tasks: rendered from the topology.')
+@description('lagThresholdSeconds, heartbeatMaxAgeSeconds, parkedThreshold, failureWindow (ISO-8601), alertsEnabled, actionGroupEmails: rendered from the topology.')
 param monitoring object
 
 @description('Resource id of an existing action group to notify, in addition to (or instead of) the e-mail addresses of the topology.')
@@ -102,6 +102,13 @@ var rules = [
     dimensions: [
       {
         name: 'origin'
+        operator: 'Include'
+        values: [
+          '*'
+        ]
+      }
+      {
+        name: 'target'
         operator: 'Include'
         values: [
           '*'

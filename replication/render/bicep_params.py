@@ -130,8 +130,7 @@ def eventhubs_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
 def monitoring_parameter(topology: Topology) -> dict[str, Any]:
     """The topology's ``monitoring`` section for ``infra/modules/monitoring.bicep``: durations
     in whole seconds (``replication.lag`` and ``replication.heartbeat.age`` are in seconds) and
-    the window as ISO-8601 (an alert rule's ``windowSize``), plus the names of the running tasks
-    (lanes included: they are the ``replication.task`` attribute of the metrics)."""
+    the window as ISO-8601 (an alert rule's ``windowSize``)."""
     monitoring = topology.monitoring
     return {
         "lagThresholdSeconds": int(monitoring.lag_threshold.total_seconds()),
@@ -140,7 +139,6 @@ def monitoring_parameter(topology: Topology) -> dict[str, Any]:
         "failureWindow": iso_duration(monitoring.failure_window),
         "alertsEnabled": monitoring.alerts_enabled,
         "actionGroupEmails": list(monitoring.action_group_emails),
-        "tasks": [task.name for task in topology.tasks],
     }
 
 

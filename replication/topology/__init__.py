@@ -25,7 +25,7 @@ from ._errors import json_path
 from ._lanes import PARKING_QUEUE, lane_keys, splits
 from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse_topology
 from ._materialize import materialize
-from ._monitoring import MonitoringSpec
+from ._monitoring import ALERT_WINDOWS, MonitoringSpec
 from ._names import bounded, slug
 from ._outage import attempt_budget, required_delivery_count, tolerated_outage
 from ._specs import (
@@ -43,6 +43,7 @@ from ._tasks import ResolvedTask, RetrySpec, TaskSpec
 from ._topology import Topology
 
 __all__ = [
+    "ALERT_WINDOWS",
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
     "PARKING_QUEUE",

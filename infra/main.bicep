@@ -38,6 +38,19 @@ param pythonVersion string = '3.13'
 @description('Create a Key Vault for connection strings of namespaces outside the tenant.')
 param enableKeyVault bool = false
 
+@description('Alert thresholds from the topology\'s monitoring section (lagThresholdSeconds, heartbeatMaxAgeSeconds, parkedThreshold, failureWindow, alertsEnabled, actionGroupEmails).')
+param monitoring object = {
+  lagThresholdSeconds: 300
+  heartbeatMaxAgeSeconds: 600
+  parkedThreshold: 0
+  failureWindow: 'PT15M'
+  alertsEnabled: true
+  actionGroupEmails: []
+}
+
+@description('Resource id of an existing action group the alerts notify; empty: only the topology\'s actionGroupEmails (if any).')
+param actionGroupId string = ''
+
 @description('Azure region of the Function app.')
 param location string = resourceGroup().location
 
@@ -91,6 +104,17 @@ module keyVault 'modules/keyvault.bicep' = if (enableKeyVault) {
     name: keyVaultName
     location: location
     principalId: functionApp.outputs.principalId
+  }
+}
+
+module monitoringResources 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  params: {
+    location: location
+    insightsId: functionApp.outputs.insightsId
+    monitoring: monitoring
+    actionGroupId: actionGroupId
+    namePrefix: functionAppName
   }
 }
 

@@ -220,3 +220,4 @@ resource metricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' =
 
 output name string = app.name
 output principalId string = principalId
+output insightsId string = insights.id

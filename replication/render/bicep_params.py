@@ -127,6 +127,21 @@ def eventhubs_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
     }
 
 
+def monitoring_parameter(topology: Topology) -> dict[str, Any]:
+    """The topology's ``monitoring`` section for ``infra/modules/monitoring.bicep``: durations
+    in whole seconds (``replication.lag`` and ``replication.heartbeat.age`` are in seconds) and
+    the window as ISO-8601 (an alert rule's ``windowSize``)."""
+    monitoring = topology.monitoring
+    return {
+        "lagThresholdSeconds": int(monitoring.lag_threshold.total_seconds()),
+        "heartbeatMaxAgeSeconds": int(monitoring.heartbeat_max_age.total_seconds()),
+        "parkedThreshold": monitoring.parked_threshold,
+        "failureWindow": iso_duration(monitoring.failure_window),
+        "alertsEnabled": monitoring.alerts_enabled,
+        "actionGroupEmails": list(monitoring.action_group_emails),
+    }
+
+
 def bicep_parameters(topology: Topology, *, topology_path: str = "topology.json") -> dict[str, Any]:
     """The deployment parameters document for ``infra/main.bicep``."""
     materialized = materialize(topology)
@@ -153,5 +168,6 @@ def bicep_parameters(topology: Topology, *, topology_path: str = "topology.json"
                 )
             },
             "enableKeyVault": {"value": bool(key_vault_secrets)},
+            "monitoring": {"value": monitoring_parameter(topology)},
         },
     }

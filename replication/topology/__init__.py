@@ -35,6 +35,7 @@ from ._heartbeats import (
 from ._lanes import PARKING_QUEUE, lane_keys, splits
 from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse_topology
 from ._materialize import materialize
+from ._monitoring import ALERT_WINDOWS, MonitoringSpec
 from ._names import bounded, slug
 from ._outage import attempt_budget, required_delivery_count, tolerated_outage
 from ._specs import (
@@ -53,6 +54,7 @@ from ._tasks import ResolvedTask, RetrySpec, TaskSpec
 from ._topology import Topology
 
 __all__ = [
+    "ALERT_WINDOWS",
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
     "HEARTBEAT_READER",
@@ -62,6 +64,7 @@ __all__ = [
     "EventHubSpec",
     "HeartbeatPath",
     "HeartbeatSpec",
+    "MonitoringSpec",
     "NamespaceKind",
     "NamespaceSpec",
     "QueueSpec",

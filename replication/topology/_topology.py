@@ -9,6 +9,7 @@ from pydantic import Field, PrivateAttr
 
 from replication.rules import SpecModel
 
+from ._monitoring import MonitoringSpec
 from ._specs import HeartbeatSpec, NamespaceSpec
 from ._tasks import ResolvedTask, TaskSpec
 
@@ -28,6 +29,7 @@ class Topology(SpecModel):
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)]
     tasks: list[TaskSpec] = Field(default_factory=list)
     heartbeats: HeartbeatSpec = Field(default_factory=HeartbeatSpec)
+    monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec)
     _resolved: dict[str, ResolvedTask] | None = PrivateAttr(default=None)
 
     def namespace(self, name: str) -> NamespaceSpec:

@@ -44,6 +44,9 @@ CURRENT_API_VERSIONS = {
     "Microsoft.Storage": "2023-05-01",
     "Microsoft.OperationalInsights": "2023-09-01",
     "Microsoft.Insights/components": "2020-02-02",
+    "Microsoft.Insights/scheduledQueryRules": "2023-12-01",
+    "Microsoft.Insights/actionGroups": "2023-01-01",
+    "Microsoft.Insights/workbooks": "2023-06-01",
     "Microsoft.KeyVault": "2023-07-01",
     "Microsoft.ManagedIdentity": "2024-11-30",
 }
@@ -69,7 +72,7 @@ def parsed() -> dict[Path, dict[str, Any]]:
 def test_all_bicep_files_parse(parsed: dict[Path, dict[str, Any]]) -> None:
     assert {p.name for p in parsed} >= {
         "main.bicep", "servicebus.bicep", "eventhubs.bicep", "functionapp.bicep", "roles.bicep",
-        "keyvault.bicep",
+        "keyvault.bicep", "monitoring.bicep",
     }  # fmt: skip
 
 
@@ -466,6 +469,7 @@ def test_render_cli_writes_parameters(tmp_path: Path) -> None:
     assert set(document["parameters"]) == {
         "serviceBusNamespaces", "eventHubNamespaces", "roleAssignments",
         "replicationAppSettings", "userAssignedIdentitySettings", "enableKeyVault",
+        "monitoring",
     }  # fmt: skip
     settings = document["parameters"]["replicationAppSettings"]["value"]
     assert (

@@ -1,0 +1,54 @@
+"""The topology file's optional ``monitoring`` section: alert thresholds for ``infra/``.
+
+Every key is optional; the defaults below are what a file without the section gets. The
+renderer (``python -m replication render bicep-params``) passes them to
+``infra/modules/monitoring.bicep`` as the ``monitoring`` parameter.
+
+| key | default | alert |
+| --- | --- | --- |
+| ``lagThreshold`` | ``PT5M`` | a task's largest ``replication.lag`` in the window is above it |
+| ``heartbeatMaxAge`` | ``PT10M`` | a path's ``replication.heartbeat.age`` is above it |
+| ``parkedThreshold`` | ``0`` | more messages than this were dead-lettered (parked) in the window |
+| ``failureWindow`` | ``PT15M`` | every rule's window; send failures in each 5 minutes of it |
+| ``alertsEnabled`` | ``true`` | the rules are created enabled |
+| ``actionGroupEmails`` | ``[]`` | addresses the action group mails; none: no action group |
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from pydantic import Field, field_validator
+
+from replication.rules import SpecModel
+
+# The window sizes a log alert rule accepts (as infra/modules/monitoring.bicep maps them).
+ALERT_WINDOWS = tuple(
+    timedelta(minutes=m) for m in (5, 10, 15, 30, 45, 60, 120, 180, 240, 300, 360, 1440, 2880)
+)
+_EMAIL = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+
+
+class MonitoringSpec(SpecModel):
+    """Alert thresholds (see the module docstring for the keys and defaults)."""
+
+    lag_threshold: Annotated[timedelta, Field(gt=timedelta(0))] = timedelta(minutes=5)
+    heartbeat_max_age: Annotated[timedelta, Field(gt=timedelta(0))] = timedelta(minutes=10)
+    parked_threshold: Annotated[int, Field(ge=0)] = 0
+    failure_window: timedelta = timedelta(minutes=15)
+    alerts_enabled: bool = True
+    action_group_emails: list[_EMAIL] = Field(default_factory=list)
+
+    @field_validator("failure_window")
+    @classmethod
+    def _an_alert_window(cls, value: timedelta) -> timedelta:
+        if value not in ALERT_WINDOWS:
+            raise ValueError(
+                "must be an alert rule window: PT5M, PT10M, PT15M, PT30M, PT45M, PT1H, PT2H, "
+                "PT3H, PT4H, PT5H, PT6H, P1D or P2D"
+            )
+        return value
+
+
+__all__ = ["ALERT_WINDOWS", "MonitoringSpec"]

@@ -20,8 +20,10 @@ from .harness import ROOT, Cluster, eventually, merged, topology_document
 
 def test_order_per_key_is_kept_across_batches_and_an_outage(tmp_path: Path) -> None:
     """Six hundred messages of five keys, in batches of up to 100, with the target down for
-    15 s in the middle: at the target, each key's messages arrive in publishing order, and no
-    copy arrives after a later message of its key."""
+    15 s in the middle: at the target, each key's messages first arrive in publishing order.
+    A send whose acknowledgement is lost when the target dies may have been stored anyway; it
+    is sent again, so that copy (same MessageId) can arrive after a newer message of its key,
+    which a target without duplicate detection then holds twice."""
     document = topology_document(
         ["weu", "neu"], [("weu", "neu")], max_delivery_count=25, tolerance="PT1M"
     )
@@ -54,7 +56,8 @@ def test_order_per_key_is_kept_across_batches_and_an_outage(tmp_path: Path) -> N
         by_key[properties[b"key"].decode()].append(int(properties[b"n"]))
     assert sorted(n for ns in by_key.values() for n in set(ns)) == list(range(600))
     for key, numbers in by_key.items():
-        assert numbers == sorted(numbers), f"{key} arrived out of order"
+        first_copies = list(dict.fromkeys(numbers))
+        assert first_copies == sorted(first_copies), f"{key} arrived out of order"
 
 
 def test_run_until_idle_exits_non_zero_when_a_target_cannot_be_reached(tmp_path: Path) -> None:

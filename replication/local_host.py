@@ -87,29 +87,20 @@ class LocalHost:
             runner = self._factory.runner(self.topology.resolved(task), bound_sends=False)
             namespace = self.topology.namespace(task.source.namespace)
             status = self.status[task.name] = TaskStatus()
-            loop: Callable[[], None]
+            receive: Callable[..., None] = run_servicebus_source
+            extra: dict[str, object] = {"isolation": Isolation()}
             if namespace.kind is NamespaceKind.EVENTHUBS:
-                loop = functools.partial(
-                    run_event_hub_source,
-                    namespace,
-                    task.source,
-                    runner,
-                    self._stop,
-                    status,
-                    environ=self._environ,
-                    checkpoints=checkpoints,
-                )
-            else:
-                loop = functools.partial(
-                    run_servicebus_source,
-                    namespace,
-                    task.source,
-                    runner,
-                    self._stop,
-                    status,
-                    environ=self._environ,
-                    isolation=Isolation(),
-                )
+                receive, extra = run_event_hub_source, {"checkpoints": checkpoints}
+            loop = functools.partial(
+                receive,
+                namespace,
+                task.source,
+                runner,
+                self._stop,
+                status,
+                environ=self._environ,
+                **extra,
+            )
             thread = threading.Thread(
                 target=supervise,
                 args=(task.name, loop, self._stop, status),

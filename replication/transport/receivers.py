@@ -159,18 +159,7 @@ def run_servicebus_source(
             instant_empties = 0
             while not stop.is_set():
                 asked = time.monotonic()
-                try:
-                    messages = receiver.receive_messages(
-                        max_message_count=isolation.batch_size(max_batch_size),
-                        max_wait_time=RECEIVE_WAIT_SECONDS,
-                    )
-                except ServiceBusConnectionError:
-                    raise
-                except Exception as error:
-                    # Connected, and the receive itself failed: a message the SDK cannot
-                    # decode. Reconnect at once, and take messages one at a time for a while.
-                    isolation.begin()
-                    raise UnreadableTransferError(describe(error)) from error
+                messages = _receive(receiver, isolation, max_batch_size)
                 if not messages:
                     try:
                         instant_empties = _check_alive(asked, instant_empties)
@@ -259,24 +248,31 @@ def _drain_session(
             and remaining_lock([session.locked_until_utc]) < lock_duration / 2
         ):
             session.renew_lock()
-        try:
-            messages = receiver.receive_messages(
-                max_message_count=isolation.batch_size(max_batch_size),
-                max_wait_time=RECEIVE_WAIT_SECONDS,
-            )
-        except ServiceBusConnectionError:
-            raise
-        except SessionLockLostError:
-            raise
-        except ServiceBusError as error:
-            isolation.begin()
-            raise UnreadableTransferError(describe(error)) from error
+        messages = _receive(receiver, isolation, max_batch_size)
         if not messages:
             status.touch()
             return  # idle: release the session, take the next one
         with LockKeeper.for_session(session, limit=limit):
             outcome = _run_servicebus_batch(receiver, messages, runner, source=source.entity_path)
         _settle_batch(receiver, outcome, runner, status)
+
+
+def _receive(
+    receiver: ServiceBusReceiver, isolation: Isolation, max_batch_size: int
+) -> list[ServiceBusReceivedMessage]:
+    """One receive call; a failure on a working connection is a message the SDK cannot decode:
+    :class:`UnreadableTransferError`, after which the loop reconnects at once and takes messages
+    one at a time for a while (:class:`Isolation`)."""
+    try:
+        return receiver.receive_messages(
+            max_message_count=isolation.batch_size(max_batch_size),
+            max_wait_time=RECEIVE_WAIT_SECONDS,
+        )
+    except (ServiceBusConnectionError, SessionLockLostError):
+        raise
+    except Exception as error:
+        isolation.begin()
+        raise UnreadableTransferError(describe(error)) from error
 
 
 class UnreadableTransferError(ReplicationError):

@@ -53,18 +53,25 @@ def group_in_order(items: Iterable[T], key: Callable[[T], K]) -> list[tuple[K, l
     return list(groups.items())
 
 
+def _culprit(
+    reason: str, problem: str, index: int, target: str, acknowledged: set[int]
+) -> PermanentForwardError:
+    """The permanent error of the message at ``index`` alone (the runner parks only it)."""
+    error = PermanentForwardError(
+        problem, target=target, acknowledged=frozenset(acknowledged), culprit=index
+    )
+    error.reason = reason
+    return error
+
+
 def _too_large(
     envelope: Envelope, index: int, target: str, acknowledged: set[int]
 ) -> PermanentForwardError:
-    error = PermanentForwardError(
+    problem = (
         f"message {envelope.message_id} ({envelope.size} bytes) exceeds the target's maximum "
-        "message size",
-        target=target,
-        acknowledged=frozenset(acknowledged),
-        culprit=index,
+        "message size"
     )
-    error.reason = "MessageSizeExceeded"
-    return error
+    return _culprit("MessageSizeExceeded", problem, index, target, acknowledged)
 
 
 def fill_batches(
@@ -128,15 +135,11 @@ def _send_grouped(
 def _without_session(
     envelope: Envelope, index: int, target: str, acknowledged: set[int]
 ) -> PermanentForwardError:
-    error = PermanentForwardError(
-        f"message {envelope.message_id} has no SessionId (nor a partition key to take it from), "
-        "and the target requires sessions",
-        target=target,
-        acknowledged=frozenset(acknowledged),
-        culprit=index,
+    problem = (
+        f"message {envelope.message_id} has no SessionId (nor a partition key to take it "
+        "from), and the target requires sessions"
     )
-    error.reason = "SessionIdMissing"
-    return error
+    return _culprit("SessionIdMissing", problem, index, target, acknowledged)
 
 
 class ServiceBusTargetSender:

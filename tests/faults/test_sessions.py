@@ -81,9 +81,7 @@ def test_a_session_enabled_all_active_pair_keeps_order_per_session_across_a_kill
         with replicator_process(cluster, log):
             for namespace in ("weu", "neu"):
                 eventually(
-                    lambda namespace=namespace: (
-                        cluster.count(namespace, "orders", "audit") >= len(everything)
-                    ),
+                    functools.partial(_arrived, cluster, namespace, len(everything)),
                     timeout=180,
                     what=f"every message at {namespace}",
                 )

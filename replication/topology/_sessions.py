@@ -12,7 +12,9 @@ queue must read messages that are sure to carry one:
   the sender with reason ``SessionIdMissing`` rather than refused by the service.
 
 A plain queue or subscription may hold messages without SessionId, so the loader refuses it as
-the source of a task with a session-enabled target queue. Every pattern keeps the order of the
+the source of a task with a session-enabled target queue, or with a target topic that has a
+session-enabled subscription (such a subscription does not take a message without SessionId:
+its copy is dead-lettered there). Every pattern keeps the order of the
 messages of a session (a pattern's decisions follow the batch's order, and the senders send
 each SessionId's messages in that order), so no pattern is refused for a session source.
 """
@@ -63,13 +65,34 @@ def check_sessions(topology: Topology, task: ResolvedTask, here: str, fail: Fail
         return
     for j, target in enumerate(task.spec.targets):
         if requires_session(topology, target):
-            fail(
-                f"{here}.targets[{j}]",
-                f"queue '{target.entity}' requires sessions, and Service Bus refuses messages "
-                f"without SessionId there; {source.describe()} does not require sessions, so "
-                "its messages may have none (make the source session-enabled, or the target "
-                "not)",
+            refused = f"queue '{target.entity}' requires sessions, and Service Bus refuses"
+        elif subscriptions := _session_subscriptions(topology, target):
+            refused = (
+                f"topic '{target.entity}' has session-enabled subscription "
+                f"'{subscriptions[0]}', which does not take"
             )
+        else:
+            continue
+        fail(
+            f"{here}.targets[{j}]",
+            f"{refused} messages without SessionId; {source.describe()} does not require "
+            "sessions, so its messages may have none (make the source session-enabled, or the "
+            "target not)",
+        )
+
+
+def _session_subscriptions(topology: Topology, target: EntityRef) -> list[str]:
+    """The session-enabled subscriptions of the topic ``target`` names (none for a queue)."""
+    namespace = topology.namespace(target.namespace)
+    if namespace.kind is NamespaceKind.EVENTHUBS:
+        return []
+    return [
+        subscription.name
+        for topic in namespace.topics
+        if topic.name == target.entity
+        for subscription in topic.subscriptions
+        if subscription.requires_session
+    ]
 
 
 __all__ = ["carries_session_ids", "check_sessions", "requires_session"]

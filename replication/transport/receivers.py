@@ -177,8 +177,14 @@ def run_servicebus_source(
 
 
 CONCURRENT_SESSIONS = 8
-"""Session loops per session-enabled task: the Functions host's default ``maxConcurrentSessions``
-(``extensions.serviceBus`` in host.json), so a local run orders and spreads work as Azure does."""
+"""Session loops per session-enabled task in the local host. The Functions host runs one session
+at a time per instance (its batch loop, ``ServiceBusListener.RunBatchReceiveLoopAsync``, accepts
+the next session, drains it and releases it) and scales out over instances; the local host is
+one process standing in for several instances, so it holds this many sessions side by side."""
+
+SESSION_IDLE_SECONDS = 1.0
+"""A held session is released after a receive that waited this long for nothing: host.json's
+``sessionIdleTimeout`` (infra/README.md), which the Functions batch loop uses the same way."""
 
 
 def run_servicebus_session_source(
@@ -196,8 +202,9 @@ def run_servicebus_session_source(
     """Receive from a session-enabled queue or subscription, one session at a time, until
     ``stop`` is set (raises when the connection fails; :func:`supervise` restarts it).
 
-    Each turn accepts the next session nobody holds, receives its batches in order until it is
-    idle for one wait, and releases it, as the Functions host's session listener does. The
+    Each turn accepts the next session nobody holds, receives its batches in order until a
+    receive waits :data:`SESSION_IDLE_SECONDS` for nothing, and releases it, as the Functions
+    host's batch loop does. The
     session's lock, which also locks its messages, is renewed for as long as it is held (from
     this thread between batches, by a :class:`LockKeeper` while a batch is in flight), so a
     session drained over many lock durations is not lost half-way. A failed batch is abandoned:
@@ -210,7 +217,7 @@ def run_servicebus_session_source(
     with servicebus_client(namespace, environ) as client:
         while not stop.is_set():
             receiver = source_receiver(
-                client, source, wait=RECEIVE_WAIT_SECONDS, session_id=NEXT_AVAILABLE_SESSION
+                client, source, wait=SESSION_IDLE_SECONDS, session_id=NEXT_AVAILABLE_SESSION
             )
             try:
                 receiver.__enter__()
@@ -248,7 +255,7 @@ def _drain_session(
             and remaining_lock([session.locked_until_utc]) < lock_duration / 2
         ):
             session.renew_lock()
-        messages = _receive(receiver, isolation, max_batch_size)
+        messages = _receive(receiver, isolation, max_batch_size, SESSION_IDLE_SECONDS)
         if not messages:
             status.touch()
             return  # idle: release the session, take the next one
@@ -258,7 +265,10 @@ def _drain_session(
 
 
 def _receive(
-    receiver: ServiceBusReceiver, isolation: Isolation, max_batch_size: int
+    receiver: ServiceBusReceiver,
+    isolation: Isolation,
+    max_batch_size: int,
+    wait: float = RECEIVE_WAIT_SECONDS,
 ) -> list[ServiceBusReceivedMessage]:
     """One receive call; a failure on a working connection is a message the SDK cannot decode:
     :class:`UnreadableTransferError`, after which the loop reconnects at once and takes messages
@@ -266,7 +276,7 @@ def _receive(
     try:
         return receiver.receive_messages(
             max_message_count=isolation.batch_size(max_batch_size),
-            max_wait_time=RECEIVE_WAIT_SECONDS,
+            max_wait_time=wait,
         )
     except (ServiceBusConnectionError, SessionLockLostError):
         raise

@@ -222,15 +222,19 @@ def run_servicebus_session_source(
             try:
                 receiver.__enter__()
             except OperationTimeoutError:
-                # No session has messages that nobody holds: the service's answer after the wait.
-                receiver.close()
-                status.touch()
+                _no_session(receiver, status)
                 continue
             with receiver:
                 _drain_session(
                     receiver, runner, stop, status, source, isolation,
                     max_batch_size=max_batch_size, limit=lock_renewal_seconds,
                 )  # fmt: skip
+
+
+def _no_session(receiver: ServiceBusReceiver, status: TaskStatus) -> None:
+    """No session has messages that nobody holds: the service's answer after the wait."""
+    receiver.close()
+    status.touch()
 
 
 def _drain_session(
@@ -255,7 +259,13 @@ def _drain_session(
             and remaining_lock([session.locked_until_utc]) < lock_duration / 2
         ):
             session.renew_lock()
-        messages = _receive(receiver, isolation, max_batch_size, SESSION_IDLE_SECONDS)
+        try:
+            messages = _receive(receiver, isolation, max_batch_size, SESSION_IDLE_SECONDS)
+        except OperationTimeoutError:
+            # The link attached without a session and then timed out (the SDK reports "no
+            # session available" from the first receive, not from opening the receiver).
+            _no_session(receiver, status)
+            return
         if not messages:
             status.touch()
             return  # idle: release the session, take the next one
@@ -278,7 +288,7 @@ def _receive(
             max_message_count=isolation.batch_size(max_batch_size),
             max_wait_time=wait,
         )
-    except (ServiceBusConnectionError, SessionLockLostError):
+    except (ServiceBusConnectionError, SessionLockLostError, OperationTimeoutError):
         raise
     except Exception as error:
         isolation.begin()

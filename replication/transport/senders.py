@@ -68,7 +68,7 @@ def _too_large(
     envelope: Envelope, index: int, target: str, acknowledged: set[int]
 ) -> PermanentForwardError:
     problem = (
-        f"message {envelope.message_id} ({envelope.size} bytes) exceeds the target's maximum "
+        f"message {replica_ids(envelope)[0]} ({envelope.size} bytes) exceeds the target's maximum "
         "message size"
     )
     return _culprit("MessageSizeExceeded", problem, index, target, acknowledged)
@@ -136,7 +136,7 @@ def _without_session(
     envelope: Envelope, index: int, target: str, acknowledged: set[int]
 ) -> PermanentForwardError:
     problem = (
-        f"message {envelope.message_id} has no SessionId (nor a partition key to take it "
+        f"message {replica_ids(envelope)[0]} has no SessionId (nor a partition key to take it "
         "from), and the target requires sessions"
     )
     return _culprit("SessionIdMissing", problem, index, target, acknowledged)

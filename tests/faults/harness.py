@@ -259,11 +259,16 @@ class Cluster:
                     receiver.close()
                     return sessions
                 with receiver:
+                    try:
+                        batch = receiver.receive_messages(max_message_count=100)
+                    except OperationTimeoutError:  # attached, then no session came
+                        return sessions
                     session_id = str(receiver.session.session_id)
-                    while batch := receiver.receive_messages(max_message_count=100):
+                    while batch:
                         for message in batch:
                             sessions.setdefault(session_id, []).append(message)
                             receiver.complete_message(message)
+                        batch = receiver.receive_messages(max_message_count=100)
 
     def count(self, namespace: str, topic: str, subscription: str) -> int:
         """Messages waiting in a subscription (peeked, nothing settled)."""

@@ -89,7 +89,9 @@ def test_a_session_enabled_all_active_pair_keeps_order_per_session_across_a_kill
         for namespace in ("weu", "neu"):
             sessions = cluster.drain_sessions(namespace, "orders", "posting")
             numbers = _first_copies_in_order(sessions)
-            assert sorted(numbers) == sorted({str(m.session_id) for m in weu_messages})
+            assert sorted(numbers) == sorted(
+                {str(m.session_id) for m in weu_messages + neu_messages}
+            )
             assert all(found == list(range(60)) for found in numbers.values())
             copies = message_ids([m for ms in sessions.values() for m in ms])
             assert set(copies) == everything

@@ -3,9 +3,11 @@ namespaces per file allowed, each optionally with its own ``Port``."""
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
 from typing import Any
+
+import json5
 
 from replication.durations import parse_iso8601
 from replication.exceptions import ConfigurationError
@@ -153,17 +155,41 @@ def _name(entry: dict[str, Any], where: str) -> str:
     return name
 
 
+def parse_config_text(text: str) -> Any:
+    """The document in ``text``, read as JSON5: JSON plus ``//`` and ``/* */`` comments and
+    trailing commas.
+
+    Microsoft's own emulator ``Config.json`` (Azure/azure-service-bus-emulator-installer,
+    ``ServiceBus-Emulator/Config/Config.json``, the file their docker-compose templates mount)
+    carries ``//`` comments, which .NET's reader skips and ``json.loads`` refuses. The ``json5``
+    package reads JSON5, a superset of JSON, rather than a hand-written comment stripper that
+    would have to know JSON's string escapes.
+
+    Raises:
+        ValueError: not JSON5, or nested too deeply; the message gives line and column.
+    """
+    try:
+        return json5.loads(text)
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    except ValueError as error:
+        # json5 says "<string>:LINE Unexpected ... at column COLUMN".
+        found = re.fullmatch(r"<string>:(\d+) (.*) at column (\d+)", str(error))
+        where = f"line {found[1]} column {found[3]}: {found[2]}" if found else str(error)
+        raise ValueError(f"invalid JSON: {where}") from None
+
+
 def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     """The configuration document, from a path or an already-decoded dict."""
     if isinstance(source, dict):
         return source
     path = Path(source)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = parse_config_text(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigurationError("configuration file not found", source=str(path)) from None
-    except json.JSONDecodeError as error:
-        raise ConfigurationError(f"invalid JSON: {error}", source=str(path)) from None
+    except ValueError as error:
+        raise ConfigurationError(str(error), source=str(path)) from None
     if not isinstance(document, dict) or "UserConfig" not in document:
         raise ConfigurationError("expected an object with UserConfig", source=str(path))
     return document

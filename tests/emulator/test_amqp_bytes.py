@@ -8,16 +8,17 @@ proton's own encoder, byte for byte.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 
 pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
 
-from proton import Message, symbol
+from proton import Data, Message, symbol
 
 from emulator._amqp import PERFORMATIVE_FIELDS, Constructor, Performative, Section
 from emulator._codec import message_sections, value_end, with_header
-from emulator._frames import FramePadder
+from emulator._frames import ERROR_DESCRIPTOR, FramePadder
 from emulator._server import split_batch
 
 
@@ -113,3 +114,48 @@ def test_performatives_are_padded_to_their_full_field_count_across_chunks() -> N
 def test_a_complete_performative_is_left_alone() -> None:
     close = _frame(Performative.CLOSE, bytes([Constructor.NULL]), 1)
     assert FramePadder().feed(close) == close
+
+
+def _error_list(condition: bytes, description: bytes) -> bytes:
+    """An ``amqp:error:list`` with condition and description only, as proton writes an error
+    without info."""
+    items = (
+        bytes([0xA3, len(condition)]) + condition + bytes([0xA1, len(description)]) + description
+    )
+    return bytes([Constructor.DESCRIBED, Constructor.SMALL_ULONG, ERROR_DESCRIPTOR,
+                  Constructor.LIST8, len(items) + 1, 2]) + items  # fmt: skip
+
+
+def _error_fields(frame: bytes) -> list[Any]:
+    """The fields of the error a padded close, end or detach carries, decoded by proton."""
+    data = Data()
+    data.decode(frame[8:])
+    performative = data.get_object()
+    fields = performative.value
+    error = fields[0] if performative.descriptor != Performative.DETACH else fields[2]
+    return list(error.value)
+
+
+@pytest.mark.parametrize(
+    ("performative", "before", "after_error"),
+    [
+        (Performative.CLOSE, b"", b""),
+        (Performative.END, b"", b""),
+        (Performative.DETACH, bytes([Constructor.UINT0, Constructor.BOOLEAN_TRUE]), b""),
+    ],
+)
+def test_an_error_without_info_is_padded_to_its_three_fields(
+    performative: Performative, before: bytes, after_error: bytes
+) -> None:
+    """The sync Service Bus SDK reads a close's error positionally, info included
+    (``_pyamqp/_connection.py``: ``frame[0][2]``); proton leaves an absent info out."""
+    error = _error_list(b"amqp:session:window-violation", b"the peer sent too much")
+    count = PERFORMATIVE_FIELDS[performative]
+    frame = _frame(performative, before + error + after_error, count)
+    padded = FramePadder().feed(frame)
+    assert struct.unpack(">I", padded[:4])[0] == len(padded)
+    assert _error_fields(padded) == [
+        symbol("amqp:session:window-violation"),
+        "the peer sent too much",
+        None,
+    ]

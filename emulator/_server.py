@@ -45,6 +45,16 @@ _PARTITION_KEY = symbol("x-opt-partition-key")
 
 BATCH_CREDIT = 300
 
+MAX_FRAME_SIZE = 1024 * 1024
+INCOMING_WINDOW_FRAMES = 5000
+"""The AMQP session's incoming window, in frames. proton derives the window from the session's
+byte capacity (capacity / max frame size), so the 10 MB it had gave 10 frames, which twenty
+concurrent sends of the async SDK overran (Microsoft's ``session_pool_receive_async.py``
+sample: the SDK's handler failed). The SDK's own sessions announce 65,536 frames
+(``INCOMING_WINDOW`` in ``_pyamqp/constants.py``); 5,000 is far more than its concurrent
+operations put in flight. The capacity only bounds what proton may buffer; every transfer is
+read out as it arrives."""
+
 
 def _binary(data: bytes, start: int) -> bytes:
     value = start + 3
@@ -82,7 +92,7 @@ class _Session:
         self.collector = Collector()
         self.connection.collect(self.collector)
         self.transport = Transport(Transport.SERVER)
-        self.transport.max_frame_size = 1024 * 1024
+        self.transport.max_frame_size = MAX_FRAME_SIZE
         sasl = self.transport.sasl()
         sasl.allowed_mechs("ANONYMOUS")
         self.transport.bind(self.connection)
@@ -158,7 +168,7 @@ class _Session:
             self.connection.container = "emulator"
             self.connection.open()
         elif kind == Event.SESSION_REMOTE_OPEN:
-            event.session.incoming_capacity = 10 * 1024 * 1024
+            event.session.incoming_capacity = INCOMING_WINDOW_FRAMES * MAX_FRAME_SIZE
             event.session.open()
         elif kind == Event.LINK_REMOTE_OPEN:
             self.open_link(event.link)

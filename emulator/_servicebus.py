@@ -89,7 +89,12 @@ def _timestamp(seconds: float) -> Any:
 def envelope_of(message: Message) -> Envelope:
     """The Envelope view of a proton message, for rule evaluation."""
     annotations = message.annotations or {}
-    properties = {str(k): v for k, v in (message.properties or {}).items()}
+    # proton hands binary values out as memoryviews into a buffer it reuses for the next
+    # decode: a rule action that writes the properties back must hold copies.
+    properties = {
+        str(k): bytes(v) if isinstance(v, memoryview) else v
+        for k, v in (message.properties or {}).items()
+    }
     ttl = timedelta(milliseconds=message.ttl * 1000) if message.ttl else None
     scheduled = annotations.get(_SCHEDULED)
     return Envelope(

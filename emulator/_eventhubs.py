@@ -29,9 +29,13 @@ class Event:
     enqueued_time: float
     partition_key: str | None
 
-    def outgoing_bytes(self) -> bytes:
+    def outgoing_bytes(self, last: Event | None = None) -> bytes:
+        """The event as a consumer gets it: broker annotations added and, with ``last`` (the
+        partition's newest event), the receiver runtime metric in its delivery annotations."""
         copy = Message()
         copy.decode(self.message.encode())
+        if last is not None:
+            copy.instructions = runtime_metric(last, time.time())
         annotations = dict(copy.annotations or {})
         annotations[_SEQUENCE] = self.sequence_number
         annotations[_OFFSET] = str(self.offset)
@@ -41,6 +45,27 @@ class Event:
         copy.annotations = annotations
         encoded: bytes = copy.encode()
         return encoded
+
+
+_LAST_SEQUENCE = symbol("last_enqueued_sequence_number")
+_LAST_OFFSET = symbol("last_enqueued_offset")
+_LAST_ENQUEUED = symbol("last_enqueued_time_utc")
+_RETRIEVED = symbol("runtime_info_retrieval_time_utc")
+
+
+def runtime_metric(last: Event, now: float) -> dict[Any, Any]:
+    """The delivery annotations of Event Hubs' receiver runtime metric: the partition's newest
+    event and when that was read. The SDKs ask for it with the link capability
+    ``com.microsoft:enable-receiver-runtime-metric`` (``track_last_enqueued_event_properties``)
+    and read these four keys (azure-eventhub ``_constants.py``, ``_utils.py``
+    ``get_last_enqueued_event_properties``: sequence number, offset as a string, times in
+    milliseconds)."""
+    return {
+        _LAST_SEQUENCE: last.sequence_number,
+        _LAST_OFFSET: str(last.offset),
+        _LAST_ENQUEUED: timestamp(int(last.enqueued_time * 1000)),
+        _RETRIEVED: timestamp(int(now * 1000)),
+    }
 
 
 class Partition:

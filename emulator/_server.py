@@ -334,7 +334,10 @@ class _Session:
             index = link.emulator_index
             while link.credit > 0 and index < len(partition.events):
                 delivery = link.delivery(str(index).encode())
-                link.send(partition.events[index].outgoing_bytes())
+                # The receiver runtime metric goes with every event: proton's Python binding
+                # does not expose the link capability a client asks for it with, and the SDKs
+                # read it only when told to track it.
+                link.send(partition.events[index].outgoing_bytes(last=partition.events[-1]))
                 link.advance()
                 if link.remote_snd_settle_mode == Link.SND_SETTLED:
                     delivery.settle()

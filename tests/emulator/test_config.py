@@ -29,10 +29,6 @@ CASES = {
         _namespace(Queues=[{"Name": "q", "Properties": {"LockDuration": "PT1.2.3S"}}]),
         "UserConfig.Namespaces[0].Queues[0].LockDuration",
     ),
-    "sessions": (
-        _namespace(Queues=[{"Name": "q", "Properties": {"RequiresSession": True}}]),
-        "UserConfig.Namespaces[0].Queues[0].RequiresSession",
-    ),
     "forward to nowhere": (
         _namespace(Queues=[{"Name": "q", "Properties": {"ForwardTo": "missing"}}]),
         "UserConfig.Namespaces[0].Queues[0].Properties.ForwardTo",
@@ -100,6 +96,20 @@ def test_forwarding_within_the_namespace_is_accepted() -> None:
             {"Name": "in", "Properties": {"ForwardTo": "out"}},
             {"Name": "out"},
         ]
+    )
+    with run_emulator(config) as running:
+        assert running.namespaces == ["ns"]
+
+
+def test_session_entities_are_accepted() -> None:
+    config = _namespace(
+        Queues=[{"Name": "q", "Properties": {"RequiresSession": True}}],
+        Topics=[
+            {
+                "Name": "t",
+                "Subscriptions": [{"Name": "s", "Properties": {"RequiresSession": True}}],
+            }
+        ],
     )
     with run_emulator(config) as running:
         assert running.namespaces == ["ns"]

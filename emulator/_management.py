@@ -39,10 +39,11 @@ _DISPOSITIONS = {
 
 _RECEIVE_AND_DELETE = 0
 
-_ACTIVE_SESSIONS_SENTINEL_MS = 253_402_300_800_000
-"""``last-updated-time`` at or after 10000-01-01 (``DateTime.MaxValue``) asks
+_ACTIVE_SESSIONS_SENTINEL_MS = 253_402_300_799_000
+"""A ``last-updated-time`` from 9999-12-31T23:59:59 on (.NET's ``DateTime.MaxValue``; the
+track-1 Java SDK's ``SessionBrowser.MAXDATE`` sends 10000-01-01) asks
 ``get-message-sessions`` for the sessions with active messages rather than those whose state
-changed after it (the track-1 SDKs' ``SessionBrowser.MAXDATE``)."""
+changed after it."""
 
 
 class ManagementError(Exception):

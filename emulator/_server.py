@@ -254,7 +254,7 @@ class _Session:
             )
             return
         now = self.server.broker.clock()
-        session = entity.lock_session(session_id, link, now)
+        session = entity.lock_session(session_id, _holder(link), now)
         if session is not None:
             self.accept_session(link, entity, session)
         elif session_id is not None:
@@ -299,7 +299,7 @@ class _Session:
             if link.state & Endpoint.REMOTE_CLOSED:
                 link.close()
                 continue
-            session = entity.lock_session(None, link, now)
+            session = entity.lock_session(None, _holder(link), now)
             if session is not None:
                 self.accept_session(link, entity, session)
             elif now >= deadline:
@@ -317,7 +317,7 @@ class _Session:
         """End the session lock ``link`` holds, if any (its receiver closed)."""
         session: MessageSession | None = getattr(link, "emulator_message_session", None)
         entity: Receivable | None = getattr(link, "emulator_entity", None)
-        if session is not None and entity is not None and session.holder is link:
+        if session is not None and entity is not None and session.holder is _holder(link):
             entity.unlock_session(session, self.server.broker.clock())
 
     def release_sessions(self) -> None:
@@ -449,7 +449,7 @@ class _Session:
             if not (link.is_sender and link.state & Endpoint.LOCAL_ACTIVE):
                 continue
             session = getattr(link, "emulator_message_session", None)
-            if session is not None and session.holder is not link:
+            if session is not None and session.holder is not _holder(link):
                 # The session lock expired: Service Bus detaches its receiver.
                 link.condition = _error(
                     SESSION_LOCK_LOST,
@@ -514,7 +514,7 @@ class _Session:
             return
         session: MessageSession | None = getattr(link, "emulator_message_session", None)
         if session is not None and (
-            session.holder is not link or token not in session.locked_tokens
+            session.holder is not _holder(link) or token not in session.locked_tokens
         ):
             # The session lock ended before this settlement (the SDK's SessionLockLostError).
             delivery.local.condition = _error(
@@ -631,6 +631,15 @@ def _is_open(link: Link) -> bool:
 
 def _is_control(path: str) -> bool:
     return path == "$cbs" or path.endswith("$management")
+
+
+def _holder(link: Link) -> object:
+    """The identity of a receiver link as a session's holder: proton hands out a new wrapper
+    object per event, so the link's own identity cannot serve; attributes do persist."""
+    holder = getattr(link, "emulator_holder", None)
+    if holder is None:
+        holder = link.emulator_holder = object()
+    return holder
 
 
 def _session_filter(filter_data: Any) -> tuple[bool, str | None]:

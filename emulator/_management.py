@@ -24,7 +24,7 @@ from typing import Any
 from proton import UNDESCRIBED, Array, Data, Message, symbol, timestamp
 
 from ._codec import text
-from ._servicebus import Broker, Receivable, Settlement
+from ._servicebus import Broker, Receivable, Settlement, Stored
 from ._sessions import SESSION_LOCK_LOST, MessageSession
 
 Reply = tuple[int, Any]
@@ -76,7 +76,7 @@ def _longs(values: list[int]) -> Array:
     return Array(UNDESCRIBED, Data.LONG, *values)
 
 
-def _held_session(receivable: Receivable, body: Any, now: float) -> MessageSession | None:
+def _held_session(receivable: Receivable, body: Any, now: float) -> MessageSession[Stored] | None:
     """The session a request names (``session-id``), None when it names none; a session that
     nobody holds locked any more fails with ``session-lock-lost``."""
     session_id = _field(body, "session-id")

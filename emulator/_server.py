@@ -37,7 +37,7 @@ from ._eventhubs import EventHubsBroker
 from ._frames import FramePadder
 from ._management import OPERATIONS, SENDING_OPERATIONS, ManagementError
 from ._persistence import Persistence
-from ._servicebus import Broker, Receivable, Settlement
+from ._servicebus import Broker, Receivable, Settlement, Stored
 from ._sessions import (
     DEFAULT_ACCEPT_TIMEOUT,
     LOCKED_UNTIL_UTC,
@@ -272,7 +272,9 @@ class _Session:
             wait = DEFAULT_ACCEPT_TIMEOUT if wait_ms is None else int(wait_ms) / 1000
             self.waiting_for_session.append((link, entity, now + wait))
 
-    def accept_session(self, link: Link, entity: Receivable, session: MessageSession) -> None:
+    def accept_session(
+        self, link: Link, entity: Receivable, session: MessageSession[Stored]
+    ) -> None:
         """Answer a session receiver's attach: the session id in the source filter and the
         lock's end in ``com.microsoft:locked-until-utc``, which the SDK reads in
         ``PyamqpTransport.on_attach`` (``_transport/_pyamqp_transport.py``)."""
@@ -315,7 +317,7 @@ class _Session:
 
     def release_session(self, link: Link) -> None:
         """End the session lock ``link`` holds, if any (its receiver closed)."""
-        session: MessageSession | None = getattr(link, "emulator_message_session", None)
+        session: MessageSession[Stored] | None = getattr(link, "emulator_message_session", None)
         entity: Receivable | None = getattr(link, "emulator_entity", None)
         if session is not None and entity is not None and session.holder is _holder(link):
             entity.unlock_session(session, self.server.broker.clock())
@@ -482,7 +484,7 @@ class _Session:
             return
         lock = link.remote_snd_settle_mode != Link.SND_SETTLED
         now = self.server.broker.clock()
-        session: MessageSession | None = getattr(link, "emulator_message_session", None)
+        session: MessageSession[Stored] | None = getattr(link, "emulator_message_session", None)
         while link.credit > 0:
             stored = entity.take(now, lock=lock, session=session)
             if stored is None:
@@ -512,7 +514,7 @@ class _Session:
         if token is None:
             delivery.settle()
             return
-        session: MessageSession | None = getattr(link, "emulator_message_session", None)
+        session: MessageSession[Stored] | None = getattr(link, "emulator_message_session", None)
         if session is not None and (
             session.holder is not _holder(link) or token not in session.locked_tokens
         ):

@@ -176,8 +176,8 @@ class Receivable:
         self._next_lock_expiry = math.inf
         # A session-enabled entity keeps its available messages per session, not in
         # ``available``; its dead-letter queue is read without sessions, as in Service Bus.
-        self.sessions: SessionStore | None = (
-            SessionStore() if settings.requires_session and not is_dlq else None
+        self.sessions: SessionStore[Stored] | None = (
+            SessionStore[Stored]() if settings.requires_session and not is_dlq else None
         )
         self.dead_letter: Receivable | None = None
         if not is_dlq:
@@ -236,20 +236,20 @@ class Receivable:
         """Every available (or scheduled) message, sessions' included."""
         return [stored for queue in self._queues() for stored in queue]
 
-    def _session_of(self, stored: Stored) -> MessageSession | None:
+    def _session_of(self, stored: Stored) -> MessageSession[Stored] | None:
         if self.sessions is None:
             return None
         return self.sessions.sessions.get(stored.session_id or "")
 
     def lock_session(
         self, session_id: str | None, holder: object, now: float
-    ) -> MessageSession | None:
+    ) -> MessageSession[Stored] | None:
         """Lock a session for a receiver (see :meth:`SessionStore.lock`)."""
         assert self.sessions is not None
         self.sweep(now)
         return self.sessions.lock(session_id, holder, now, self.settings.lock_duration)
 
-    def renew_session(self, session: MessageSession, now: float) -> float:
+    def renew_session(self, session: MessageSession[Stored], now: float) -> float:
         """Extend the session lock and, with it, the locks of the messages it delivered."""
         assert self.sessions is not None
         until = self.sessions.renew(session, now, self.settings.lock_duration)
@@ -257,7 +257,7 @@ class Receivable:
             self.locked[token].locked_until = until
         return until
 
-    def unlock_session(self, session: MessageSession, now: float) -> None:
+    def unlock_session(self, session: MessageSession[Stored], now: float) -> None:
         """End a session lock (it expired, or its receiver closed): the messages delivered in
         it and not settled come back, counted as a delivery attempt."""
         assert self.sessions is not None
@@ -288,7 +288,7 @@ class Receivable:
         now: float,
         *,
         lock: bool,
-        session: MessageSession | None = None,
+        session: MessageSession[Stored] | None = None,
     ) -> list[Stored]:
         """The deferred messages with these sequence numbers, locked (or removed when
         ``lock`` is False, receive-and-delete). Unknown numbers are skipped, and so are those
@@ -366,7 +366,7 @@ class Receivable:
             )
 
     def take(
-        self, now: float, *, lock: bool, session: MessageSession | None = None
+        self, now: float, *, lock: bool, session: MessageSession[Stored] | None = None
     ) -> Stored | None:
         """The next deliverable message (of ``session``, for a session receiver), locked
         (peek-lock) or removed (receive-and-delete)."""
@@ -381,7 +381,9 @@ class Receivable:
             return stored
         return None
 
-    def _lock(self, stored: Stored, now: float, session: MessageSession | None = None) -> None:
+    def _lock(
+        self, stored: Stored, now: float, session: MessageSession[Stored] | None = None
+    ) -> None:
         """Lock ``stored``; inside a session its lock is the session's (same expiry)."""
         stored.lock_token = uuid.uuid4()
         if session is None:

@@ -25,10 +25,7 @@ import math
 import uuid
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._servicebus import Stored
+from typing import Generic, Protocol, TypeVar
 
 SESSION_FILTER = "com.microsoft:session-filter"
 """The source filter of a session receiver's attach: the session id, or null for the next
@@ -47,6 +44,19 @@ DEFAULT_ACCEPT_TIMEOUT = 60.0
 default operation timeout, which the SDK's own 65 seconds allow for
 (``create_receive_client`` in ``_transport/_pyamqp_transport.py``)."""
 
+
+class Queued(Protocol):
+    """What the session model reads of a stored message (``_servicebus.Stored``)."""
+
+    @property
+    def sequence_number(self) -> int: ...
+
+    @property
+    def available_at(self) -> float: ...
+
+
+Message = TypeVar("Message", bound=Queued)
+
 _TICKS_AT_UNIX_EPOCH = 621_355_968_000_000_000
 """``DateTime(1970, 1, 1).Ticks`` (the SDK's ``DATETIMEOFFSET_EPOCH``)."""
 
@@ -58,11 +68,11 @@ def dotnet_ticks(seconds: float) -> int:
 
 
 @dataclasses.dataclass(eq=False)
-class MessageSession:
+class MessageSession(Generic[Message]):
     """One session of an entity: its available messages in order, its lock and its state."""
 
     session_id: str
-    available: deque[Stored] = dataclasses.field(default_factory=deque)
+    available: deque[Message] = dataclasses.field(default_factory=deque)
     holder: object | None = None
     """The receiver holding the session lock, None when the session is free."""
     locked_until: float = 0.0
@@ -80,28 +90,28 @@ class MessageSession:
         return not self.available and self.holder is None and self.state is None
 
 
-class SessionStore:
+class SessionStore(Generic[Message]):
     """The sessions of one session-enabled queue or subscription, by session id."""
 
     def __init__(self) -> None:
-        self.sessions: dict[str, MessageSession] = {}
+        self.sessions: dict[str, MessageSession[Message]] = {}
         self._next_lock_expiry = math.inf
 
-    def get(self, session_id: str) -> MessageSession:
+    def get(self, session_id: str) -> MessageSession[Message]:
         """The session, created on first use (sessions exist as soon as anything names them)."""
         session = self.sessions.get(session_id)
         if session is None:
-            session = self.sessions[session_id] = MessageSession(session_id)
+            session = self.sessions[session_id] = MessageSession[Message](session_id)
         return session
 
-    def queues(self) -> Iterator[deque[Stored]]:
+    def queues(self) -> Iterator[deque[Message]]:
         """Every session's available messages."""
         for session in self.sessions.values():
             yield session.available
 
     def lock(
         self, session_id: str | None, holder: object, now: float, duration: float
-    ) -> MessageSession | None:
+    ) -> MessageSession[Message] | None:
         """Lock ``session_id`` (or, with None, a free session that has a message ready, the one
         whose first message is oldest) for ``holder``; None when that cannot be done now."""
         if session_id is None:
@@ -118,21 +128,21 @@ class SessionStore:
         self._next_lock_expiry = min(self._next_lock_expiry, session.locked_until)
         return session
 
-    def renew(self, session: MessageSession, now: float, duration: float) -> float:
+    def renew(self, session: MessageSession[Message], now: float, duration: float) -> float:
         session.locked_until = now + duration
         return session.locked_until
 
-    def unlock(self, session: MessageSession) -> None:
+    def unlock(self, session: MessageSession[Message]) -> None:
         """Free the session (its holder closed or lost it); forget it if nothing is left."""
         session.holder = None
         session.locked_tokens.clear()
         self.forget_if_empty(session)
 
-    def forget_if_empty(self, session: MessageSession) -> None:
+    def forget_if_empty(self, session: MessageSession[Message]) -> None:
         if session.is_empty() and self.sessions.get(session.session_id) is session:
             del self.sessions[session.session_id]
 
-    def expired(self, now: float) -> list[MessageSession]:
+    def expired(self, now: float) -> list[MessageSession[Message]]:
         """The held sessions whose lock has run out (still held: the caller unlocks them)."""
         if now < self._next_lock_expiry:
             return []
@@ -142,7 +152,7 @@ class SessionStore:
         )
         return [s for s in held if s.locked_until <= now]
 
-    def held_by(self, holder: object) -> list[MessageSession]:
+    def held_by(self, holder: object) -> list[MessageSession[Message]]:
         return [s for s in self.sessions.values() if s.holder is holder]
 
     def listed(self, updated_after: float | None, now: float) -> list[str]:

@@ -11,8 +11,9 @@ session ids. Then:
 - ``send``: ``ServiceBusSender.send_messages`` of every list;
 - ``receive+complete``: ``receive_messages(max_message_count=B)`` then ``complete_message`` for
   each, PEEK_LOCK; on the session queue one session receiver after another
-  (``session_id=NEXT_AVAILABLE_SESSION``), on the plain queue one receiver. Opening the receivers
-  (a connection each, in the SDK) is not timed, so the figure is the per-message cost.
+  (``session_id=NEXT_AVAILABLE_SESSION``), on the plain queue one receiver, each stopping at the
+  number of messages it knows it has. Opening the receivers (a connection each, in the SDK) is
+  not timed, so the figure is the per-message cost.
 
 It prints messages per second, best of R runs, and the ratio sessions / plain for each.
 """
@@ -69,24 +70,31 @@ def send(client: ServiceBusClient, queue: str, lists: list[list[ServiceBusMessag
         return time.perf_counter() - started
 
 
-def drain(client: ServiceBusClient, queue: str, count: int, batch: int, *, session: bool) -> float:
-    """Seconds spent receiving and completing ``count`` messages (receiver opening excluded)."""
+def drain(client: ServiceBusClient, queue: str, counts: dict[str, int], batch: int) -> float:
+    """Seconds spent receiving and completing ``counts`` messages per session id (``""``: the
+    plain queue), receiver opening excluded. Each receiver stops at its known count, so no
+    figure includes the wait of a last, empty receive."""
     seconds = 0.0
-    received = 0
-    while received < count:
+    left = dict(counts)
+    while left:
         receiver = client.get_queue_receiver(
             queue,
-            session_id=NEXT_AVAILABLE_SESSION if session else None,
+            session_id=None if "" in left else NEXT_AVAILABLE_SESSION,
             max_wait_time=5,
             prefetch_count=batch,
         )
         with receiver:
+            session_id = receiver.session.session_id if receiver.session else ""
             started = time.perf_counter()
-            while got := receiver.receive_messages(max_message_count=batch, max_wait_time=1):
+            while left[session_id] > 0:
+                got = receiver.receive_messages(max_message_count=batch, max_wait_time=5)
+                if not got:
+                    raise RuntimeError(f"{left[session_id]} messages of {queue!r} never came")
                 for message in got:
                     receiver.complete_message(message)
-                received += len(got)
+                left[session_id] -= len(got)
             seconds += time.perf_counter() - started
+            del left[session_id]
     return seconds
 
 
@@ -105,8 +113,11 @@ def one_round(connection: str, messages: int, sessions: int, batch: int) -> dict
                 [[ServiceBusMessage(body, session_id=f"s{s}") for _ in range(n)] for s, n in shape],
             ),
         }
-        times["plain receive+complete"] = drain(client, PLAIN, messages, batch, session=False)
-        times["sessions receive+complete"] = drain(client, SESSIONS, messages, batch, session=True)
+        per_session: dict[str, int] = {}
+        for s, n in shape:
+            per_session[f"s{s}"] = per_session.get(f"s{s}", 0) + n
+        times["plain receive+complete"] = drain(client, PLAIN, {"": messages}, batch)
+        times["sessions receive+complete"] = drain(client, SESSIONS, per_session, batch)
     return times
 
 

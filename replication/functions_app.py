@@ -10,6 +10,9 @@ arrive byte-exact; see :mod:`replication.transport.functions` for what else the 
 
 - queue source -> ``service_bus_queue_trigger`` (``<queue>/$DeadLetterQueue`` for spillover);
 - topic subscription -> ``service_bus_topic_trigger``;
+- either with ``is_sessions_enabled`` when the queue or subscription requires sessions: the
+  extension then takes one session at a time per receiver and hands a batch of that session's
+  messages in order;
 - event hub -> ``event_hub_message_trigger`` with an exponential-backoff retry policy without a
   retry limit (5 s to 5 min, as the official replication samples), so the checkpoint never moves
   past an event that was not replicated.
@@ -35,7 +38,13 @@ from replication.envelope import Envelope
 from replication.heartbeat_functions import register_heartbeats
 from replication.runtime import TaskRunner
 from replication.telemetry_setup import configure_function_app_telemetry
-from replication.topology import NamespaceKind, TaskSpec, Topology, load_topology
+from replication.topology import (
+    NamespaceKind,
+    TaskSpec,
+    Topology,
+    load_topology,
+    requires_session,
+)
 from replication.transport.functions import (
     envelopes_from_event_hub_batch,
     envelopes_from_servicebus_batch,
@@ -48,7 +57,14 @@ logger = logging.getLogger(__name__)
 DEAD_LETTER_QUEUE_SUFFIX = "/$DeadLetterQueue"
 
 
-def _servicebus_handler(runner: TaskRunner, factory: SenderFactory) -> Callable[..., None]:
+def _servicebus_handler(
+    runner: TaskRunner, factory: SenderFactory, *, sessions: bool
+) -> Callable[..., None]:
+    """The handler of a Service Bus task. A batch whose metadata cannot give exact copies is
+    re-read by peeking the source, except from a session-enabled source: only a receiver that
+    holds the session may peek it, and the trigger holds it while the function runs, so such a
+    batch fails with :class:`~replication.transport.functions.TriggerMetadataError` (README,
+    "Sessions")."""
     source = runner.task.source.entity_path
 
     def reread(sequence_numbers: Sequence[int]) -> Mapping[int, Envelope]:
@@ -57,7 +73,7 @@ def _servicebus_handler(runner: TaskRunner, factory: SenderFactory) -> Callable[
     def replicate(messages: typing.List[func.ServiceBusMessage]) -> None:  # noqa: UP006
         unreadable: list[DeadLetter] = []
         envelopes = envelopes_from_servicebus_batch(
-            messages, source=source, reread=reread, unreadable=unreadable
+            messages, source=source, reread=None if sessions else reread, unreadable=unreadable
         )
         if unreadable:
             runner.park(unreadable)
@@ -88,6 +104,8 @@ def register_task(
     source = task.source
     namespace = topology.namespace(source.namespace)
     runner = factory.runner(topology.resolved(task))
+    # A session-enabled queue or subscription is read by session receivers only.
+    sessions = requires_session(topology, source)
     if namespace.kind is NamespaceKind.EVENTHUBS:
         handler = _event_hub_handler(runner)
         handler = app.event_hub_message_trigger(
@@ -113,7 +131,8 @@ def register_task(
             + (DEAD_LETTER_QUEUE_SUFFIX if source.dead_letter_queue else ""),
             cardinality=func.Cardinality.MANY,
             data_type=func.DataType.BINARY,
-        )(_servicebus_handler(runner, factory))
+            is_sessions_enabled=sessions,
+        )(_servicebus_handler(runner, factory, sessions=sessions))
     else:
         queue = source.entity + (DEAD_LETTER_QUEUE_SUFFIX if source.dead_letter_queue else "")
         handler = app.service_bus_queue_trigger(
@@ -122,7 +141,8 @@ def register_task(
             queue_name=queue,
             cardinality=func.Cardinality.MANY,
             data_type=func.DataType.BINARY,
-        )(_servicebus_handler(runner, factory))
+            is_sessions_enabled=sessions,
+        )(_servicebus_handler(runner, factory, sessions=sessions))
     app.function_name(name=task.name)(handler)
 
 

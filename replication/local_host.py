@@ -9,6 +9,10 @@ connection strings is all a local run needs; a connection string that cannot be 
 the start with the setting's name. Event Hubs positions are checkpointed where
 ``AzureWebJobsStorage`` points (Azurite locally; see :mod:`replication.transport.checkpoints`).
 
+A task whose source queue or subscription requires sessions runs
+:data:`~replication.transport.receivers.CONCURRENT_SESSIONS` loops, each holding one session at a
+time, so the messages of a session are replicated in order and sessions proceed side by side.
+
 No error stops a task for good: a lost connection, a restarted namespace, a message that
 cannot be read, a target that is down are retried with backoff, and a task that keeps failing
 is reported at ERROR and in :attr:`LocalHost.status` (``--until-idle`` then exits non-zero).
@@ -35,12 +39,14 @@ from types import TracebackType
 from replication.heartbeats import HeartbeatBook
 from replication.local_heartbeats import start_heartbeats
 from replication.task_status import TaskStatus
-from replication.topology import NamespaceKind, Topology, heartbeat_paths
+from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
 from replication.transport.checkpoints import STORAGE_SETTING, checkpoint_store
 from replication.transport.connections import check_settings
 from replication.transport.receivers import (
+    CONCURRENT_SESSIONS,
     Isolation,
     run_event_hub_source,
+    run_servicebus_session_source,
     run_servicebus_source,
     supervise,
 )
@@ -88,27 +94,34 @@ class LocalHost:
             namespace = self.topology.namespace(task.source.namespace)
             status = self.status[task.name] = TaskStatus()
             receive: Callable[..., None] = run_servicebus_source
-            extra: dict[str, object] = {"isolation": Isolation()}
+            loops = 1
             if namespace.kind is NamespaceKind.EVENTHUBS:
-                receive, extra = run_event_hub_source, {"checkpoints": checkpoints}
-            loop = functools.partial(
-                receive,
-                namespace,
-                task.source,
-                runner,
-                self._stop,
-                status,
-                environ=self._environ,
-                **extra,
-            )
-            thread = threading.Thread(
-                target=supervise,
-                args=(task.name, loop, self._stop, status),
-                name=f"task-{task.name}",
-                daemon=True,
-            )
-            thread.start()
-            self._threads.append(thread)
+                receive = functools.partial(run_event_hub_source, checkpoints=checkpoints)
+            elif requires_session(self.topology, task.source):
+                receive, loops = run_servicebus_session_source, CONCURRENT_SESSIONS
+            for number in range(loops):
+                # A Service Bus loop's isolation is its own and outlives its restarts.
+                own: dict[str, object] = (
+                    {"isolation": Isolation()} if namespace.kind is NamespaceKind.SERVICEBUS else {}
+                )
+                loop = functools.partial(
+                    receive,
+                    namespace,
+                    task.source,
+                    runner,
+                    self._stop,
+                    status,
+                    environ=self._environ,
+                    **own,
+                )
+                thread = threading.Thread(
+                    target=supervise,
+                    args=(task.name, loop, self._stop, status),
+                    name=f"task-{task.name}" + (f"-{number}" if loops > 1 else ""),
+                    daemon=True,
+                )
+                thread.start()
+                self._threads.append(thread)
         self._threads += start_heartbeats(
             self.topology, self._factory, self.heartbeats, self._stop, self._environ
         )

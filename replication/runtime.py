@@ -45,6 +45,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import timedelta
@@ -188,21 +189,26 @@ def position(envelope: Envelope) -> Hashable:
 
 
 class _Ledger:
-    """The bounded set of (target, source position) pairs a target has acknowledged."""
+    """The bounded set of (target, source position) pairs a target has acknowledged.
+
+    Shared by the batches a runner handles at the same time (one per Event Hubs partition or
+    Service Bus session in the local host, concurrent invocations in the Function app)."""
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._entries: collections.OrderedDict[tuple[Target, Hashable], None] = (
             collections.OrderedDict()
         )
+        self._lock = threading.Lock()
 
     def __contains__(self, key: tuple[Target, Hashable]) -> bool:
         return key in self._entries
 
     def add(self, key: tuple[Target, Hashable]) -> None:
-        self._entries[key] = None
-        if len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = None
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
 
 
 @dataclasses.dataclass

@@ -13,7 +13,9 @@ as: one lane per target for fan-out tasks, the default parking queue) -> ``_hear
 optional heartbeat topics, subscriptions and tasks) -> ``_load``;
 ``_outage`` (retry budgets and delivery counts), ``_materialize`` (the subscriptions, consumer
 groups, delivery counts and parking queues tasks need) and ``_sql`` (every SQL expression, for
-the linter) work on a loaded topology. ``_names`` derives bounded, stable names.
+the linter) work on a loaded topology; ``_sessions`` says which entities require sessions and
+refuses a session-enabled target fed by messages that may lack a SessionId. ``_names`` derives
+bounded, stable names.
 
 A loaded topology's ``tasks`` are the tasks that run: a fan-out task with several targets
 reading a subscription or consumer group is replaced by its lanes
@@ -38,6 +40,7 @@ from ._materialize import materialize
 from ._monitoring import ALERT_WINDOWS, MonitoringSpec
 from ._names import bounded, slug
 from ._outage import attempt_budget, required_delivery_count, tolerated_outage
+from ._sessions import carries_session_ids, requires_session
 from ._specs import (
     DEFAULT_CONSUMER_GROUP,
     EntityRef,
@@ -76,6 +79,7 @@ __all__ = [
     "Topology",
     "attempt_budget",
     "bounded",
+    "carries_session_ids",
     "heartbeat_origins",
     "heartbeat_paths",
     "heartbeat_receivers",
@@ -87,6 +91,7 @@ __all__ = [
     "materialize",
     "parse_topology",
     "required_delivery_count",
+    "requires_session",
     "slug",
     "splits",
     "sql_texts",

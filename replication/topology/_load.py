@@ -22,10 +22,11 @@ from pydantic import ValidationError
 
 from replication.exceptions import ConfigurationError
 
-from ._checks import check_references, check_resolved
+from ._checks import check_references, check_resolved, failer
 from ._errors import format_validation_error, json_path
 from ._heartbeats import add_heartbeats
 from ._lanes import expand_tasks
+from ._sessions import check_sessions
 from ._tasks import ResolvedTask, resolve_task
 from ._topology import Topology
 
@@ -46,6 +47,7 @@ def parse_topology(document: Mapping[str, Any], *, source: str = "<topology>") -
     topology = topology.with_resolved(resolved)
     for index, task in enumerate(topology.resolved_tasks()):
         check_resolved(topology, task, index, source)
+        check_sessions(topology, task, f"tasks[{index}]", failer(source))
     return add_heartbeats(expand_tasks(topology, source), source)
 
 

@@ -61,13 +61,21 @@ from datetime import UTC, datetime
 
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 from azure.servicebus import (
+    NEXT_AVAILABLE_SESSION,
     AutoLockRenewer,
     ServiceBusClient,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
+    ServiceBusSession,
+    ServiceBusSessionFilter,
     ServiceBusSubQueue,
 )
-from azure.servicebus.exceptions import ServiceBusConnectionError, ServiceBusError
+from azure.servicebus.exceptions import (
+    OperationTimeoutError,
+    ServiceBusConnectionError,
+    ServiceBusError,
+    SessionLockLostError,
+)
 
 from patterns import DeadLetter
 from replication.envelope import Envelope
@@ -151,18 +159,7 @@ def run_servicebus_source(
             instant_empties = 0
             while not stop.is_set():
                 asked = time.monotonic()
-                try:
-                    messages = receiver.receive_messages(
-                        max_message_count=isolation.batch_size(max_batch_size),
-                        max_wait_time=RECEIVE_WAIT_SECONDS,
-                    )
-                except ServiceBusConnectionError:
-                    raise
-                except Exception as error:
-                    # Connected, and the receive itself failed: a message the SDK cannot
-                    # decode. Reconnect at once, and take messages one at a time for a while.
-                    isolation.begin()
-                    raise UnreadableTransferError(describe(error)) from error
+                messages = _receive(receiver, isolation, max_batch_size)
                 if not messages:
                     try:
                         instant_empties = _check_alive(asked, instant_empties)
@@ -172,11 +169,130 @@ def run_servicebus_source(
                     status.touch()  # connected, and nothing is failing over and over
                     continue
                 instant_empties = 0
-                with LockKeeper(receiver, messages, limit=lock_renewal_seconds):
+                with LockKeeper.for_messages(receiver, messages, limit=lock_renewal_seconds):
                     outcome = _run_servicebus_batch(
                         receiver, messages, runner, source=source.entity_path
                     )
                 _settle_batch(receiver, outcome, runner, status)
+
+
+CONCURRENT_SESSIONS = 8
+"""Session loops per session-enabled task in the local host. The Functions host runs one session
+at a time per instance (its batch loop, ``ServiceBusListener.RunBatchReceiveLoopAsync``, accepts
+the next session, drains it and releases it) and scales out over instances; the local host is
+one process standing in for several instances, so it holds this many sessions side by side."""
+
+SESSION_IDLE_SECONDS = 1.0
+"""A held session is released after a receive that waited this long for nothing: host.json's
+``sessionIdleTimeout`` (infra/README.md), which the Functions batch loop uses the same way."""
+
+
+def run_servicebus_session_source(
+    namespace: NamespaceSpec,
+    source: EntityRef,
+    runner: TaskRunner,
+    stop: threading.Event,
+    status: TaskStatus,
+    *,
+    environ: Mapping[str, str] | None = None,
+    max_batch_size: int = 100,
+    lock_renewal_seconds: float = 600.0,
+    isolation: Isolation | None = None,
+) -> None:
+    """Receive from a session-enabled queue or subscription, one session at a time, until
+    ``stop`` is set (raises when the connection fails; :func:`supervise` restarts it).
+
+    Each turn accepts the next session nobody holds, receives its batches in order until a
+    receive waits :data:`SESSION_IDLE_SECONDS` for nothing, and releases it, as the Functions
+    host's batch loop does. The
+    session's lock, which also locks its messages, is renewed for as long as it is held (from
+    this thread between batches, by a :class:`LockKeeper` while a batch is in flight), so a
+    session drained over many lock durations is not lost half-way. A failed batch is abandoned:
+    its messages go back to the head of their session and come next, so the order within a
+    session holds across failures, restarts of this loop and of the whole process (a lock held
+    by a killed process expires after the entity's lock duration). The host runs
+    :data:`CONCURRENT_SESSIONS` of these loops per task.
+    """
+    isolation = isolation or Isolation()
+    with servicebus_client(namespace, environ) as client:
+        while not stop.is_set():
+            receiver = source_receiver(
+                client, source, wait=SESSION_IDLE_SECONDS, session_id=NEXT_AVAILABLE_SESSION
+            )
+            try:
+                receiver.__enter__()
+            except OperationTimeoutError:
+                _no_session(receiver, status)
+                continue
+            with receiver:
+                _drain_session(
+                    receiver, runner, stop, status, source, isolation,
+                    max_batch_size=max_batch_size, limit=lock_renewal_seconds,
+                )  # fmt: skip
+
+
+def _no_session(receiver: ServiceBusReceiver, status: TaskStatus) -> None:
+    """No session has messages that nobody holds: the service's answer after the wait."""
+    receiver.close()
+    status.touch()
+
+
+def _drain_session(
+    receiver: ServiceBusReceiver,
+    runner: TaskRunner,
+    stop: threading.Event,
+    status: TaskStatus,
+    source: EntityRef,
+    isolation: Isolation,
+    *,
+    max_batch_size: int,
+    limit: float,
+) -> None:
+    """Replicate the held session's messages batch by batch until it has none for one wait."""
+    session = receiver.session
+    lock_duration = max(
+        1.0, remaining_lock([session.locked_until_utc] if session.locked_until_utc else [])
+    )
+    while not stop.is_set():
+        if (
+            session.locked_until_utc
+            and remaining_lock([session.locked_until_utc]) < lock_duration / 2
+        ):
+            session.renew_lock()
+        try:
+            messages = _receive(receiver, isolation, max_batch_size, SESSION_IDLE_SECONDS)
+        except OperationTimeoutError:
+            # The link attached without a session and then timed out (the SDK reports "no
+            # session available" from the first receive, not from opening the receiver).
+            _no_session(receiver, status)
+            return
+        if not messages:
+            status.touch()
+            return  # idle: release the session, take the next one
+        with LockKeeper.for_session(session, limit=limit):
+            outcome = _run_servicebus_batch(receiver, messages, runner, source=source.entity_path)
+        _settle_batch(receiver, outcome, runner, status)
+
+
+def _receive(
+    receiver: ServiceBusReceiver,
+    isolation: Isolation,
+    max_batch_size: int,
+    wait: float = RECEIVE_WAIT_SECONDS,
+) -> list[ServiceBusReceivedMessage]:
+    """One receive call; a failure on a working connection is a message the SDK cannot decode:
+    :class:`UnreadableTransferError`, after which the loop reconnects at once and takes messages
+    one at a time for a while (:class:`Isolation`)."""
+    try:
+        return receiver.receive_messages(
+            max_message_count=isolation.batch_size(max_batch_size),
+            max_wait_time=wait,
+        )
+    except (ServiceBusConnectionError, SessionLockLostError, OperationTimeoutError):
+        raise
+    except Exception as error:
+        isolation.begin()
+        raise UnreadableTransferError(describe(error)) from error
 
 
 class UnreadableTransferError(ReplicationError):
@@ -208,28 +324,74 @@ class Isolation:
 
 
 class LockKeeper:
-    """Renews the locks of a batch's messages while the batch is in flight.
+    """Renews locks while a batch is in flight: its messages' locks, or its session's lock.
 
     The SDK's ``AutoLockRenewer`` renews every message from its own pool of threads at once;
     this renews them one after the other from one thread, before half of the shortest
     remaining lock has passed, and stops before the batch is settled, so the receiver is never
     used by two threads at a time (the runner does not touch it while it sends). A renewal that
     fails is logged; the message is then redelivered after its lock expires and the copy is
-    dropped by the runner's ledger or the target's duplicate detection.
+    dropped by the runner's ledger or the target's duplicate detection. Build it with
+    :meth:`for_messages` or :meth:`for_session`.
     """
 
     def __init__(
         self,
+        renew: Callable[[], None],
+        locked_until: Callable[[], list[datetime]],
+        *,
+        limit: float,
+    ) -> None:
+        self._renew_all = renew
+        self._locked_until = locked_until
+        self._limit = limit
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="lock-keeper", daemon=True)
+
+    @classmethod
+    def for_messages(
+        cls,
         receiver: ServiceBusReceiver,
         messages: Sequence[ServiceBusReceivedMessage],
         *,
         limit: float,
-    ) -> None:
-        self._receiver = receiver
-        self._messages = list(messages)
-        self._limit = limit
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._renew, name="lock-keeper", daemon=True)
+    ) -> LockKeeper:
+        """Keeps the locks of ``messages`` (a receiver without sessions)."""
+        batch = list(messages)
+        keeper: LockKeeper
+
+        def renew() -> None:
+            for message in batch:
+                if keeper._done.is_set():
+                    return
+                try:
+                    receiver.renew_message_lock(message)
+                except (ServiceBusError, ValueError) as error:
+                    logger.warning(
+                        "cannot renew the lock of message %s: %s",
+                        message.sequence_number,
+                        describe(error),
+                    )
+
+        keeper = cls(
+            renew, lambda: [m.locked_until_utc for m in batch if m.locked_until_utc], limit=limit
+        )
+        return keeper
+
+    @classmethod
+    def for_session(cls, session: ServiceBusSession, *, limit: float) -> LockKeeper:
+        """Keeps the lock of ``session``: a session's messages are locked by it, not each on
+        its own (Service Bus refuses renewing their locks one by one)."""
+
+        def renew() -> None:
+            try:
+                session.renew_lock()
+            except (ServiceBusError, ValueError) as error:
+                logger.warning("cannot renew the lock of session %s: %s", session.session_id,
+                               describe(error))  # fmt: skip
+
+        return cls(renew, lambda: [session.locked_until_utc] if session.locked_until_utc else [],
+                   limit=limit)  # fmt: skip
 
     def __enter__(self) -> LockKeeper:
         self._thread.start()
@@ -244,29 +406,16 @@ class LockKeeper:
         while not self._done.wait(self._next_renewal()):
             if time.monotonic() - started > self._limit:
                 return
-            for message in self._messages:
-                if self._done.is_set():
-                    return
-                try:
-                    self._receiver.renew_message_lock(message)
-                except (ServiceBusError, ValueError) as error:
-                    logger.warning(
-                        "cannot renew the lock of message %s: %s",
-                        message.sequence_number,
-                        describe(error),
-                    )
+            self._renew_all()
 
     def _next_renewal(self) -> float:
-        now = datetime.now(UTC)
-        remaining = min(
-            (
-                (m.locked_until_utc - now).total_seconds()
-                for m in self._messages
-                if m.locked_until_utc
-            ),
-            default=60.0,
-        )
-        return max(0.2, remaining / 2)
+        return max(0.2, remaining_lock(self._locked_until()) / 2)
+
+
+def remaining_lock(locked_until: Sequence[datetime], default: float = 60.0) -> float:
+    """Seconds until the first of these locks expires (``default`` when there is none)."""
+    now = datetime.now(UTC)
+    return min(((moment - now).total_seconds() for moment in locked_until), default=default)
 
 
 def _check_alive(asked: float, instant_empties: int) -> int:
@@ -290,8 +439,10 @@ def _receiver(
     *,
     wait: float,
     auto_lock_renewer: AutoLockRenewer | None = None,
+    session_id: str | ServiceBusSessionFilter | None = None,
 ) -> ServiceBusReceiver:
-    """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named."""
+    """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named; of
+    the session ``session_id`` (or ``NEXT_AVAILABLE_SESSION``) when one is given."""
     if subscription is not None:
         return client.get_subscription_receiver(
             entity,
@@ -300,6 +451,7 @@ def _receiver(
             max_wait_time=wait,
             prefetch_count=0,
             auto_lock_renewer=auto_lock_renewer,
+            session_id=session_id,
         )
     return client.get_queue_receiver(
         entity,
@@ -307,6 +459,7 @@ def _receiver(
         max_wait_time=wait,
         prefetch_count=0,
         auto_lock_renewer=auto_lock_renewer,
+        session_id=session_id,
     )
 
 
@@ -316,9 +469,10 @@ def source_receiver(
     *,
     wait: float,
     auto_lock_renewer: AutoLockRenewer | None = None,
+    session_id: str | ServiceBusSessionFilter | None = None,
 ) -> ServiceBusReceiver:
     """A PEEK_LOCK receiver of a task's Service Bus source (or of its dead-letter queue when
-    ``source.dead_letter_queue`` is set)."""
+    ``source.dead_letter_queue`` is set), of one session when ``session_id`` is given."""
     sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
     return _receiver(
         client,
@@ -327,6 +481,7 @@ def source_receiver(
         sub_queue,
         wait=wait,
         auto_lock_renewer=auto_lock_renewer,
+        session_id=session_id,
     )
 
 

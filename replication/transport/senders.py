@@ -32,6 +32,7 @@ from replication.topology import (
     ResolvedTask,
     Topology,
     attempt_budget,
+    requires_session,
 )
 
 from .connections import event_hub_client, servicebus_client
@@ -52,18 +53,25 @@ def group_in_order(items: Iterable[T], key: Callable[[T], K]) -> list[tuple[K, l
     return list(groups.items())
 
 
+def _culprit(
+    reason: str, problem: str, index: int, target: str, acknowledged: set[int]
+) -> PermanentForwardError:
+    """The permanent error of the message at ``index`` alone (the runner parks only it)."""
+    error = PermanentForwardError(
+        problem, target=target, acknowledged=frozenset(acknowledged), culprit=index
+    )
+    error.reason = reason
+    return error
+
+
 def _too_large(
     envelope: Envelope, index: int, target: str, acknowledged: set[int]
 ) -> PermanentForwardError:
-    error = PermanentForwardError(
-        f"message {envelope.message_id} ({envelope.size} bytes) exceeds the target's maximum "
-        "message size",
-        target=target,
-        acknowledged=frozenset(acknowledged),
-        culprit=index,
+    problem = (
+        f"message {replica_ids(envelope)[0]} ({envelope.size} bytes) exceeds the target's maximum "
+        "message size"
     )
-    error.reason = "MessageSizeExceeded"
-    return error
+    return _culprit("MessageSizeExceeded", problem, index, target, acknowledged)
 
 
 def fill_batches(
@@ -124,12 +132,30 @@ def _send_grouped(
         raise translate(error, target=label, acknowledged=frozenset(acknowledged)) from error
 
 
-class ServiceBusTargetSender:
-    """Sends to one Service Bus queue or topic."""
+def _without_session(
+    envelope: Envelope, index: int, target: str, acknowledged: set[int]
+) -> PermanentForwardError:
+    problem = (
+        f"message {replica_ids(envelope)[0]} has no SessionId (nor a partition key to take it "
+        "from), and the target requires sessions"
+    )
+    return _culprit("SessionIdMissing", problem, index, target, acknowledged)
 
-    def __init__(self, client: ServiceBusClient, entity: str, *, label: str) -> None:
+
+class ServiceBusTargetSender:
+    """Sends to one Service Bus queue or topic.
+
+    ``requires_session``: the target is a session-enabled queue, which Service Bus refuses
+    messages without SessionId; such a message is reported as the culprit of a permanent
+    ``SessionIdMissing`` error (the runner parks it alone) before it is sent.
+    """
+
+    def __init__(
+        self, client: ServiceBusClient, entity: str, *, label: str, requires_session: bool = False
+    ) -> None:
         self._sender = client.get_queue_sender(entity)
         self._label = label
+        self._requires_session = requires_session
         self._lock = threading.Lock()
 
     def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
@@ -145,6 +171,10 @@ class ServiceBusTargetSender:
     def _send_group(
         self, group: list[tuple[int, Envelope]], acknowledged: set[int], timeout: float | None
     ) -> None:
+        if self._requires_session:
+            index, envelope = group[0]
+            if replica_ids(envelope)[1] is None:  # the whole group shares its (missing) SessionId
+                raise _without_session(envelope, index, self._label, acknowledged)
         fill_batches(
             [(index, envelope, to_servicebus_message(envelope)) for index, envelope in group],
             acknowledged,
@@ -159,8 +189,15 @@ class ServiceBusTargetSender:
         self._sender.close()
 
 
+def event_hub_partition_key(envelope: Envelope) -> str | None:
+    """The partition key of an event replica: the envelope's partition key, else its SessionId,
+    so that the messages of a Service Bus session stay in order on one partition (the official
+    .NET replication library keys by ``PartitionKey ?? SessionId`` too)."""
+    return envelope.partition_key if envelope.partition_key is not None else envelope.session_id
+
+
 class EventHubTargetSender:
-    """Sends to one event hub; the envelope's partition key selects the partition."""
+    """Sends to one event hub; :func:`event_hub_partition_key` selects the partition."""
 
     def __init__(self, producer: EventHubProducerClient, *, label: str) -> None:
         self._producer = producer
@@ -172,7 +209,7 @@ class EventHubTargetSender:
         with self._lock:
             _send_grouped(
                 envelopes,
-                lambda e: e.partition_key,
+                event_hub_partition_key,
                 lambda key, group, acknowledged: self._send_group(
                     key, group, acknowledged, timeout
                 ),
@@ -311,7 +348,14 @@ class SenderFactory:
                 EventHubProducerClient, namespace, entity, self._environ, **SENDER_RETRIES
             )
             return EventHubTargetSender(producer, label=label)
-        return ServiceBusTargetSender(self._servicebus_client(namespace), entity, label=label)
+        return ServiceBusTargetSender(
+            self._servicebus_client(namespace),
+            entity,
+            label=label,
+            requires_session=requires_session(
+                self._topology, EntityRef(namespace=namespace.name, entity=entity)
+            ),
+        )
 
     def close(self) -> None:
         """Close every sender and client (at shutdown; the Functions host never calls it)."""
@@ -327,4 +371,10 @@ class SenderFactory:
             self._servicebus_clients.clear()
 
 
-__all__ = ["EventHubTargetSender", "SenderFactory", "ServiceBusTargetSender", "group_in_order"]
+__all__ = [
+    "EventHubTargetSender",
+    "SenderFactory",
+    "ServiceBusTargetSender",
+    "event_hub_partition_key",
+    "group_in_order",
+]

@@ -8,7 +8,8 @@ Per task (lanes and heartbeat tasks included):
   *counted by peeking*, up to :data:`PEEK_CAP` per entity; a count at the cap is shown as
   ``5000+``. Peeking settles nothing and costs no delivery count. Scheduled and locked
   messages are included (peek sees them); a spillover task reads the dead-letter queue, which
-  is then its backlog.
+  is then its backlog. A session-enabled source shows no backlog: only the receiver holding a
+  session may peek it, and taking sessions here would stall the replicator.
 - **Event Hubs source**: per partition, the last enqueued sequence number, and the sequence
   number of the checkpoint of the task's consumer group when ``AzureWebJobsStorage`` is set
   (the store the local host and the Functions host write; the difference is the lag).
@@ -49,6 +50,7 @@ from replication.topology import (
     Topology,
     heartbeat_paths,
     heartbeat_receivers,
+    requires_session,
 )
 from replication.values import as_text
 
@@ -165,7 +167,9 @@ class _Reader:
             if kind is NamespaceKind.EVENTHUBS:
                 report.partitions = self._partitions(source)
             else:
-                report.backlog = self._count(source, dead_letter=source.dead_letter_queue)
+                if not requires_session(self._topology, source):
+                    # A session-enabled entity can be peeked only by a session's holder.
+                    report.backlog = self._count(source, dead_letter=source.dead_letter_queue)
                 if not source.dead_letter_queue:
                     report.dead_letters = self._count(source, dead_letter=True)
             report.parked = self._parked(task)

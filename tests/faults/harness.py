@@ -22,8 +22,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
-from azure.servicebus.exceptions import MessageSizeExceededError
+from azure.servicebus import (
+    NEXT_AVAILABLE_SESSION,
+    ServiceBusClient,
+    ServiceBusMessage,
+    ServiceBusSubQueue,
+)
+from azure.servicebus.exceptions import MessageSizeExceededError, OperationTimeoutError
 
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, parse_topology
@@ -231,6 +236,40 @@ class Cluster:
                         receiver.complete_message(message)
         return received
 
+    def drain_sessions(
+        self, namespace: str, entity: str, subscription: str | None = None, *, idle: float = 1.5
+    ) -> dict[str, list[Any]]:
+        """Receive and complete every session of a session-enabled queue or subscription, each
+        in its order, until no session with messages is left: messages by SessionId."""
+        sessions: dict[str, list[Any]] = {}
+        with self.client(namespace) as client:
+            while True:
+                receiver = (
+                    client.get_queue_receiver(
+                        entity, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=idle
+                    )
+                    if subscription is None
+                    else client.get_subscription_receiver(
+                        entity, subscription, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=idle
+                    )
+                )
+                try:
+                    receiver.__enter__()
+                except OperationTimeoutError:
+                    receiver.close()
+                    return sessions
+                with receiver:
+                    try:
+                        batch = receiver.receive_messages(max_message_count=100)
+                    except OperationTimeoutError:  # attached, then no session came
+                        return sessions
+                    session_id = str(receiver.session.session_id)
+                    while batch:
+                        for message in batch:
+                            sessions.setdefault(session_id, []).append(message)
+                            receiver.complete_message(message)
+                        batch = receiver.receive_messages(max_message_count=100)
+
     def count(self, namespace: str, topic: str, subscription: str) -> int:
         """Messages waiting in a subscription (peeked, nothing settled)."""
         total = 0
@@ -258,10 +297,14 @@ def topology_document(
     tolerance: str = "PT2M",
     duplicate_detection: bool = False,
     premium: Sequence[str] = (),
+    sessions: bool = False,
 ) -> dict[str, Any]:
     """Service Bus namespaces with a topic ``orders`` (a TrueFilter ``audit`` subscription that
     shows what arrived) and a ``replication-parked`` queue; one all-active task per (source,
-    target) pair, reading its own subscription ``to-<target>`` with short locks."""
+    target) pair, reading its own subscription ``to-<target>`` with short locks. With
+    ``sessions`` the ``to-*`` subscriptions require sessions, and a session-enabled ``posting``
+    subscription is what an ordered consumer at each namespace reads."""
+    session_settings = {"requiresSession": True} if sessions else {}
     document: dict[str, Any] = {"namespaces": [], "tasks": []}
     for name in namespaces:
         outgoing = [target for source, target in pairs if source == name]
@@ -280,11 +323,13 @@ def topology_document(
                         "requiresDuplicateDetection": duplicate_detection,
                         "subscriptions": [
                             {"name": "audit"},
+                            *([{"name": "posting", **session_settings}] if sessions else []),
                             *(
                                 {
                                     "name": f"to-{target}",
                                     "lockDuration": lock,
                                     "maxDeliveryCount": max_delivery_count,
+                                    **session_settings,
                                 }
                                 for target in outgoing
                             ),

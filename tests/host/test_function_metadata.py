@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from replication.topology import NamespaceKind, load_topology
+from replication.topology import NamespaceKind, load_topology, requires_session
 from tests.host.host import WorkerSession, worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +45,10 @@ def test_every_task_is_one_batch_trigger_with_binary_bodies(path: Path, tmp_path
         assert binding["dataType"].lower() == "binary"
         assert binding["connection"] == namespace.connection
         dead_letter = "/$DeadLetterQueue" if task.source.dead_letter_queue else ""
+        if namespace.kind is NamespaceKind.SERVICEBUS:
+            # A session-enabled queue or subscription refuses non-session receivers.
+            sessions = requires_session(topology, task.source)
+            assert binding.get("isSessionsEnabled", False) is sessions, task.name
         if namespace.kind is NamespaceKind.EVENTHUBS:
             assert binding["type"] == "eventHubTrigger"
             assert binding["eventHubName"] == task.source.entity
@@ -55,6 +59,7 @@ def test_every_task_is_one_batch_trigger_with_binary_bodies(path: Path, tmp_path
             assert retry.retry_strategy == retry.RetryStrategy.Value("exponential_backoff")
             assert _seconds(retry.minimum_interval) == timedelta(seconds=5).total_seconds()
             assert _seconds(retry.maximum_interval) == timedelta(minutes=5).total_seconds()
+            assert "isSessionsEnabled" not in binding
         elif task.source.subscription is not None:
             assert binding["type"] == "serviceBusTrigger"
             assert binding["topicName"] == task.source.entity

@@ -317,8 +317,10 @@ def test_host_json_holds_only_settings_batch_functions_read() -> None:
     service_bus = host["extensions"]["serviceBus"]
     # Documented as applying only to functions that receive a single message at a time.
     for single_message_only in ("maxAutoLockRenewalDuration", "maxConcurrentCalls",
-                                "maxConcurrentSessions", "sessionIdleTimeout"):  # fmt: skip
+                                "maxConcurrentSessions"):  # fmt: skip
         assert single_message_only not in service_bus
+    # The batch loop waits this long on a held session before releasing it (infra/README.md).
+    assert service_bus["sessionIdleTimeout"] == "00:00:01"
     assert service_bus["maxMessageBatchSize"] == 100
     assert service_bus["prefetchCount"] == 0
     assert set(service_bus["clientRetryOptions"]) == {

@@ -45,6 +45,12 @@ EXPECTED_ERRORS = {
     "not-utf8.json": "line 3 column 17: not UTF-8 text (byte 0xe9); save the file as UTF-8",
     "removes-replication-property.json": "tasks[2].options.removeProperties[1]: 'repl-path' is "
     "a replication property; editing it would defeat loop prevention",
+    "session-target-from-plain-source.json": "tasks[0].targets[0]: queue 'payments' requires "
+    "sessions, and Service Bus refuses messages without SessionId; weu/payments does not "
+    "require sessions, so its messages may have none",
+    "session-subscription-fed-by-plain-source.json": "tasks[0].targets[0]: topic 'orders' has "
+    "session-enabled subscription 'ledger', which does not take messages without SessionId; "
+    "weu/orders/Subscriptions/replication does not require sessions",
     "renames-replication-property.json": "tasks[1].options.renameProperties.repl-origin: "
     "'repl-origin' is a replication property; editing it would defeat loop prevention",
 }

@@ -215,13 +215,13 @@ class _Session:
             if _is_control(path):
                 self.reply_links[path.lower()] = link
                 self.reply_links[(link.remote_target.address or "").lower()] = link
-            elif (entity := self.server.broker.receivable(path)) is None:
+                link.open()
+                return
+            entity = self.server.broker.receivable(path)
+            if entity is None:
                 self.refuse(link, f"The messaging entity '{path}' could not be found.")
                 return
-            else:
-                self.open_receiver_link(link, entity)
-                return
-            link.open()
+            self.open_receiver_link(link, entity)
             return
         if not (_is_control(path) or self.server.broker.is_sendable(path)):
             self.refuse(link, f"The messaging entity '{path}' could not be found.")

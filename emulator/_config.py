@@ -33,13 +33,8 @@ def duration(value: Any, where: str) -> float:
 
 
 def _settings(properties: dict[str, Any], where: str) -> EntitySettings:
-    if properties.get("RequiresSession"):
-        raise ConfigurationError(
-            "sessions are not supported by this emulator (see emulator/README.md); "
-            "use Microsoft's Service Bus emulator (infra/local/docker-compose.yml) for them",
-            location=f"{where}.RequiresSession",
-        )
     settings = EntitySettings()
+    settings.requires_session = bool(properties.get("RequiresSession", False))
     if "MaxDeliveryCount" in properties:
         settings.max_delivery_count = int(properties["MaxDeliveryCount"])
     if "LockDuration" in properties:

@@ -4,7 +4,15 @@ The SDKs send these as AMQP messages whose ``operation`` application property na
 operation and whose body is a map; the reply carries ``statusCode`` and, on success, a map.
 Each handler here takes the broker, the entity path and the request body and returns
 ``(status, reply body)``: 200 with a body, 204 for "nothing found", 404 for an unknown entity,
-410 for a lock that is gone (what the SDK turns into ``MessageLockLostError``).
+410 for a lock that is gone (what the SDK turns into ``MessageLockLostError``). A handler
+that must name the error raises :class:`ManagementError`; the reply then carries its
+``errorCondition``, which the SDK maps to its exception classes
+(``_common/mgmt_handlers.py``, ``_ERROR_CODE_TO_ERROR_MAPPING`` in
+``_transport/_pyamqp_transport.py``).
+
+Session operations (``session-id`` in the request) act on a session that a receiver holds
+locked: a session that is not (its lock expired or was never taken) fails with
+``com.microsoft:session-lock-lost``, as Service Bus answers a lost session lock.
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ from typing import Any
 from proton import UNDESCRIBED, Array, Data, Message, symbol, timestamp
 
 from ._codec import text
-from ._servicebus import Broker, Settlement
+from ._servicebus import Broker, Receivable, Settlement, Stored
+from ._sessions import SESSION_LOCK_LOST, MessageSession
 
 Reply = tuple[int, Any]
 
@@ -29,6 +38,22 @@ _DISPOSITIONS = {
 }
 
 _RECEIVE_AND_DELETE = 0
+
+_ACTIVE_SESSIONS_SENTINEL_MS = 253_402_300_799_000
+"""A ``last-updated-time`` from 9999-12-31T23:59:59 on (.NET's ``DateTime.MaxValue``; the
+track-1 Java SDK's ``SessionBrowser.MAXDATE`` sends 10000-01-01) asks
+``get-message-sessions`` for the sessions with active messages rather than those whose state
+changed after it."""
+
+
+class ManagementError(Exception):
+    """A failed request: its status code, AMQP error condition and description."""
+
+    def __init__(self, status: int, condition: str, description: str) -> None:
+        super().__init__(description)
+        self.status = status
+        self.condition = condition
+        self.description = description
 
 
 def elements(value: Any) -> list[Any]:
@@ -51,6 +76,95 @@ def _longs(values: list[int]) -> Array:
     return Array(UNDESCRIBED, Data.LONG, *values)
 
 
+def _held_session(receivable: Receivable, body: Any, now: float) -> MessageSession[Stored] | None:
+    """The session a request names (``session-id``), None when it names none; a session that
+    nobody holds locked any more fails with ``session-lock-lost``."""
+    session_id = _field(body, "session-id")
+    if session_id is None or receivable.sessions is None:
+        return None
+    session = receivable.sessions.sessions.get(text(session_id))
+    if session is None or session.holder is None or session.locked_until <= now:
+        raise ManagementError(
+            410,
+            SESSION_LOCK_LOST,
+            f"The session lock has expired on the MessageSession '{text(session_id)}'. "
+            "Accept a new MessageSession.",
+        )
+    return session
+
+
+def _session_receivable(broker: Broker, entity: str) -> Receivable | None:
+    receivable = broker.receivable(entity)
+    if receivable is not None and receivable.sessions is None:
+        raise ManagementError(
+            400,
+            "amqp:not-allowed",
+            f"The entity '{entity}' does not require sessions: it has no session operations.",
+        )
+    return receivable
+
+
+def renew_session_lock(broker: Broker, entity: str, body: Any) -> Reply:
+    """``{session-id}`` -> ``{expiration: timestamp}`` (``_servicebus_session.py renew_lock``)."""
+    receivable = _session_receivable(broker, entity)
+    if receivable is None:
+        return 404, None
+    now = broker.clock()
+    session = _held_session(receivable, body, now)
+    if session is None:
+        return 400, None
+    until = receivable.renew_session(session, now)
+    return 200, {"expiration": timestamp(int(until * 1000))}
+
+
+def get_session_state(broker: Broker, entity: str, body: Any) -> Reply:
+    """``{session-id}`` -> ``{session-state: binary or null}``."""
+    receivable = _session_receivable(broker, entity)
+    if receivable is None:
+        return 404, None
+    session = _held_session(receivable, body, broker.clock())
+    if session is None:
+        return 400, None
+    return 200, {"session-state": session.state}
+
+
+def set_session_state(broker: Broker, entity: str, body: Any) -> Reply:
+    """``{session-id, session-state}``; a null state clears it (``set_state(None)``)."""
+    receivable = _session_receivable(broker, entity)
+    if receivable is None:
+        return 404, None
+    now = broker.clock()
+    session = _held_session(receivable, body, now)
+    if session is None:
+        return 400, None
+    state = _field(body, "session-state")
+    session.state = None if state is None else bytes(state)
+    session.state_updated = now
+    return 200, {}
+
+
+def get_message_sessions(broker: Broker, entity: str, body: Any) -> Reply:
+    """``{last-updated-time, skip, top}`` -> ``{skip, sessions-ids: string[]}``, 204 when
+    none (``list_sessions_op`` in ``_common/mgmt_handlers.py``). ``last-updated-time`` at
+    the far-future sentinel lists sessions with active messages; an earlier time lists those
+    whose state was set after it."""
+    receivable = _session_receivable(broker, entity)
+    if receivable is None:
+        return 404, None
+    assert receivable.sessions is not None
+    since = _field(body, "last-updated-time")
+    skip = int(_field(body, "skip", 0))
+    top = int(_field(body, "top", 2**31 - 1))
+    updated_after = (
+        None if since is None or int(since) >= _ACTIVE_SESSIONS_SENTINEL_MS else int(since) / 1000
+    )
+    listed = sorted(receivable.sessions.listed(updated_after, broker.clock()))[skip : skip + top]
+    if not listed:
+        return 204, None
+    ids = Array(UNDESCRIBED, Data.STRING, *listed)
+    return 200, {"skip": skip + len(listed), "sessions-ids": ids}
+
+
 def renew_lock(broker: Broker, entity: str, body: Any) -> Reply:
     receivable = broker.receivable(entity)
     if receivable is None:
@@ -71,7 +185,8 @@ def peek(broker: Broker, entity: str, body: Any) -> Reply:
         return 404, None
     start = int(_field(body, "from-sequence-number", 0))
     count = int(_field(body, "message-count", 1))
-    found = receivable.peek(start, count)
+    session_id = _field(body, "session-id")
+    found = receivable.peek(start, count, None if session_id is None else text(session_id))
     if not found:
         return 204, None
     return 200, {"messages": [{"message": stored.outgoing_bytes()} for stored in found]}
@@ -102,7 +217,9 @@ def receive_deferred(broker: Broker, entity: str, body: Any) -> Reply:
         return 404, None
     numbers = [int(n) for n in elements(_field(body, "sequence-numbers"))]
     lock = int(_field(body, "receiver-settle-mode", 1)) != _RECEIVE_AND_DELETE
-    found = receivable.lock_deferred(numbers, broker.clock(), lock=lock)
+    now = broker.clock()
+    session = _held_session(receivable, body, now)
+    found = receivable.lock_deferred(numbers, now, lock=lock, session=session)
     if not found:
         return 204, None
     messages = []
@@ -124,6 +241,7 @@ def update_disposition(broker: Broker, entity: str, body: Any) -> Reply:
     reason = _field(body, "deadletter-reason")
     description = _field(body, "deadletter-description")
     now = broker.clock()
+    _held_session(receivable, body, now)
     for token in elements(_field(body, "lock-tokens")):
         settled = receivable.settle(
             uuid.UUID(str(token)),
@@ -144,6 +262,10 @@ OPERATIONS: dict[str, Callable[[Broker, str, Any], Reply]] = {
     "com.microsoft:cancel-scheduled-message": cancel_scheduled,
     "com.microsoft:receive-by-sequence-number": receive_deferred,
     "com.microsoft:update-disposition": update_disposition,
+    "com.microsoft:renew-session-lock": renew_session_lock,
+    "com.microsoft:get-session-state": get_session_state,
+    "com.microsoft:set-session-state": set_session_state,
+    "com.microsoft:get-message-sessions": get_message_sessions,
 }
 """The supported operations; anything else gets 400 with a description naming it."""
 

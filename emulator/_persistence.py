@@ -12,7 +12,8 @@ must tolerate anyway, since Service Bus redelivers whenever a lock is lost. A cl
 (Ctrl-C, SIGTERM) saves everything.
 
 Locks do not survive a restart: a message that was locked comes back available with its
-delivery count raised, as if its lock had expired.
+delivery count raised, as if its lock had expired. Session locks do not either; session state
+(and when it last changed) does, under ``"session_states"`` of the entity.
 """
 
 from __future__ import annotations
@@ -71,10 +72,19 @@ def servicebus_state(broker: Broker) -> dict[str, Any]:
     """Everything a Service Bus namespace holds, as JSON-ready data."""
     entities = {}
     for entity in _receivables(broker):
-        messages = [_stored(s, lock_lost=False) for s in entity.available]
+        messages = [_stored(s, lock_lost=False) for s in entity.available_messages()]
         messages += [_stored(s, lock_lost=True) for s in entity.locked.values()]
         messages += [_stored(s, lock_lost=False) for s in entity.deferred.values()]
         entities[entity.path] = {"messages": messages, "seen": entity._seen}
+        if entity.sessions is not None:
+            entities[entity.path]["session_states"] = {
+                session.session_id: [
+                    base64.b64encode(session.state).decode("ascii"),
+                    session.state_updated,
+                ]
+                for session in entity.sessions.sessions.values()
+                if session.state is not None
+            }
     topics = {topic.name: {"seen": topic._seen} for topic in broker.topics.values()}
     return {"entities": entities, "topics": topics, "next_sequence": broker.last_sequence + 1}
 
@@ -101,6 +111,12 @@ def restore_servicebus(broker: Broker, state: dict[str, Any], source: str) -> No
                 deferred=bool(item["deferred"]),
             )
             entity.restore(stored)
+        if entity.sessions is not None:
+            saved_states = entity_state.get("session_states", {})
+            for session_id, (session_state, updated) in saved_states.items():
+                session = entity.sessions.get(str(session_id))
+                session.state = base64.b64decode(session_state)
+                session.state_updated = float(updated)
     for name, topic_state in state.get("topics", {}).items():
         topic = broker.topics.get(name.lower())
         if topic is not None:

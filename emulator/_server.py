@@ -35,9 +35,19 @@ from ._codec import message_sections as _sections
 from ._codec import text
 from ._eventhubs import EventHubsBroker
 from ._frames import FramePadder
-from ._management import OPERATIONS, SENDING_OPERATIONS
+from ._management import OPERATIONS, SENDING_OPERATIONS, ManagementError
 from ._persistence import Persistence
-from ._servicebus import Broker, Settlement
+from ._servicebus import Broker, Receivable, Settlement, Stored
+from ._sessions import (
+    DEFAULT_ACCEPT_TIMEOUT,
+    LOCKED_UNTIL_UTC,
+    OPERATION_TIMEOUT,
+    SESSION_CANNOT_BE_LOCKED,
+    SESSION_FILTER,
+    SESSION_LOCK_LOST,
+    MessageSession,
+    dotnet_ticks,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +109,8 @@ class _Session:
         self.padder = FramePadder()
         self.reply_links: dict[str, Link] = {}
         self.closed = False
+        # Next-available session receivers waiting for a session: (link, entity, deadline).
+        self.waiting_for_session: list[tuple[Link, Receivable, float]] = []
 
     # ------------------------------------------------------------ I/O
     def readable(self) -> None:
@@ -143,6 +155,7 @@ class _Session:
 
     def close(self) -> None:
         if not self.closed:
+            self.release_sessions()
             self.closed = True
             self.server.forget(self)
             self.socket.close()
@@ -182,6 +195,8 @@ class _Session:
                 self.disposition(event.delivery)
         elif kind == Event.LINK_REMOTE_CLOSE:
             # Locks outlive the link, as in Service Bus: they expire and count as a delivery.
+            # A session lock does not: closing the session receiver ends it.
+            self.release_session(event.link)
             event.link.close()
         elif kind == Event.SESSION_REMOTE_CLOSE:
             event.session.close()
@@ -210,16 +225,118 @@ class _Session:
             if _is_control(path):
                 self.reply_links[path.lower()] = link
                 self.reply_links[(link.remote_target.address or "").lower()] = link
-            elif self.server.broker.receivable(path) is None:
+                link.open()
+                return
+            entity = self.server.broker.receivable(path)
+            if entity is None:
                 self.refuse(link, f"The messaging entity '{path}' could not be found.")
                 return
-            link.open()
+            self.open_receiver_link(link, entity)
             return
         if not (_is_control(path) or self.server.broker.is_sendable(path)):
             self.refuse(link, f"The messaging entity '{path}' could not be found.")
             return
         link.open()
         link.flow(BATCH_CREDIT)
+
+    def open_receiver_link(self, link: Link, entity: Receivable) -> None:
+        """A receiver's attach: a plain one, or a session receiver's (source filter
+        ``com.microsoft:session-filter``), which gets its session here or waits for one."""
+        requested, session_id = _session_filter(link.remote_source.filter)
+        if entity.sessions is None:
+            if requested:
+                self.refuse(
+                    link,
+                    "It is not possible for an entity that does not require sessions to create "
+                    f"a sessionful message receiver ('{entity.path}').",
+                    condition="amqp:not-allowed",
+                )
+                return
+            link.open()
+            return
+        if not requested:
+            # Service Bus's InvalidOperationException, which arrives as amqp:not-allowed.
+            self.refuse(
+                link,
+                "It is not possible for an entity that requires sessions to create a "
+                f"non-sessionful message receiver ('{entity.path}').",
+                condition="amqp:not-allowed",
+            )
+            return
+        now = self.server.broker.clock()
+        session = entity.lock_session(session_id, _holder(link), now)
+        if session is not None:
+            self.accept_session(link, entity, session)
+        elif session_id is not None:
+            self.refuse(
+                link,
+                f"The requested session '{session_id}' cannot be accepted. "
+                "It may be locked by another receiver.",
+                condition=SESSION_CANNOT_BE_LOCKED,
+            )
+        else:
+            # Service Bus holds a next-available attach until a session has messages or the
+            # receiver's own timeout (com.microsoft:timeout, ms) passes.
+            properties = link.remote_properties or {}
+            wait_ms = properties.get(symbol(OPERATION_TIMEOUT))
+            wait = DEFAULT_ACCEPT_TIMEOUT if wait_ms is None else int(wait_ms) / 1000
+            self.waiting_for_session.append((link, entity, now + wait))
+
+    def accept_session(
+        self, link: Link, entity: Receivable, session: MessageSession[Stored]
+    ) -> None:
+        """Answer a session receiver's attach: the session id in the source filter and the
+        lock's end in ``com.microsoft:locked-until-utc``, which the SDK reads in
+        ``PyamqpTransport.on_attach`` (``_transport/_pyamqp_transport.py``)."""
+        link.emulator_message_session = session
+        link.emulator_entity = entity
+        source_filter = link.source.filter
+        source_filter.clear()
+        source_filter.put_map()
+        source_filter.enter()
+        source_filter.put_symbol(symbol(SESSION_FILTER))
+        source_filter.put_string(session.session_id)
+        source_filter.exit()
+        link.properties = {symbol(LOCKED_UNTIL_UTC): dotnet_ticks(session.locked_until)}
+        link.open()
+
+    def serve_waiting_receivers(self) -> None:
+        """Give next-available receivers a session that has become free, or refuse them with
+        ``com.microsoft:timeout`` once their wait is over (the SDK's OperationTimeoutError)."""
+        if not self.waiting_for_session:
+            return
+        now = self.server.broker.clock()
+        still_waiting = []
+        for link, entity, deadline in self.waiting_for_session:
+            if link.state & Endpoint.REMOTE_CLOSED:
+                link.close()
+                continue
+            session = entity.lock_session(None, _holder(link), now)
+            if session is not None:
+                self.accept_session(link, entity, session)
+            elif now >= deadline:
+                self.refuse(
+                    link,
+                    "The operation did not complete within the allotted timeout: "
+                    f"no session of '{entity.path}' is available.",
+                    condition=OPERATION_TIMEOUT,
+                )
+            else:
+                still_waiting.append((link, entity, deadline))
+        self.waiting_for_session = still_waiting
+
+    def release_session(self, link: Link) -> None:
+        """End the session lock ``link`` holds, if any (its receiver closed)."""
+        session: MessageSession[Stored] | None = getattr(link, "emulator_message_session", None)
+        entity: Receivable | None = getattr(link, "emulator_entity", None)
+        if session is not None and entity is not None and session.holder is _holder(link):
+            entity.unlock_session(session, self.server.broker.clock())
+
+    def release_sessions(self) -> None:
+        """The connection is gone: its receivers' session locks end with it."""
+        self.waiting_for_session = []
+        for link in list(self._links()):
+            self.release_session(link)
 
     def open_event_hub_link(self, link: Link, path: str) -> None:
         broker = self.server.broker
@@ -292,17 +409,32 @@ class _Session:
             delivery.update(Delivery.ACCEPTED)
             self.server.unsaved_sends = True
         else:
-            now = self.server.broker.clock()
-            for encoded in split_batch(data):
-                message = Message()
-                message.decode(encoded)
-                self.server.broker.send(address, message, now=now)
-            delivery.update(Delivery.ACCEPTED)
-            self.server.unsaved_sends = True
+            self.publish_messages(address, data, delivery)
         delivery.settle()
         if link.credit < BATCH_CREDIT // 2:
             link.flow(BATCH_CREDIT - link.credit)
         self.server.wake()
+
+    def publish_messages(self, address: str, data: bytes, delivery: Delivery) -> None:
+        """Send a message or batch to a queue or topic; a batch is refused whole when one of
+        its messages is (e.g. no SessionId for a session queue: amqp:not-allowed, which the
+        SDK raises as ServiceBusError, as for Service Bus's InvalidOperationException)."""
+        broker = self.server.broker
+        now = broker.clock()
+        messages = []
+        for encoded in split_batch(data):
+            message = Message()
+            message.decode(encoded)
+            refusal = broker.refusal(address, message)
+            if refusal is not None:
+                delivery.local.condition = _error("amqp:not-allowed", refusal)
+                delivery.update(Delivery.REJECTED)
+                return
+            messages.append(message)
+        for message in messages:
+            broker.send(address, message, now=now)
+        delivery.update(Delivery.ACCEPTED)
+        self.server.unsaved_sends = True
 
     def publish_events(self, address: str, data: bytes) -> None:
         broker = self.server.broker
@@ -324,8 +456,20 @@ class _Session:
 
     # ------------------------------------------------------------ delivering
     def pump_all(self) -> None:
+        self.serve_waiting_receivers()
         for link in list(self._links()):
-            if link.is_sender and link.state & Endpoint.LOCAL_ACTIVE and link.credit > 0:
+            if not (link.is_sender and link.state & Endpoint.LOCAL_ACTIVE):
+                continue
+            session = getattr(link, "emulator_message_session", None)
+            if session is not None and session.holder is not _holder(link):
+                # The session lock expired: Service Bus detaches its receiver.
+                link.condition = _error(
+                    SESSION_LOCK_LOST,
+                    f"The session lock has expired on the MessageSession '{session.session_id}'."
+                    " Accept a new MessageSession.",
+                )
+                link.close()
+            elif link.credit > 0:
                 self.pump(link)
 
     def pump(self, link: Link) -> None:
@@ -353,8 +497,9 @@ class _Session:
             return
         lock = link.remote_snd_settle_mode != Link.SND_SETTLED
         now = self.server.broker.clock()
+        session: MessageSession[Stored] | None = getattr(link, "emulator_message_session", None)
         while link.credit > 0:
-            stored = entity.take(now, lock=lock)
+            stored = entity.take(now, lock=lock, session=session)
             if stored is None:
                 break
             token = stored.lock_token or uuid.uuid4()
@@ -380,6 +525,18 @@ class _Session:
         state = delivery.remote_state
         token = getattr(delivery, "emulator_token", None)
         if token is None:
+            delivery.settle()
+            return
+        session: MessageSession[Stored] | None = getattr(link, "emulator_message_session", None)
+        if session is not None and (
+            session.holder is not _holder(link) or token not in session.locked_tokens
+        ):
+            # The session lock ended before this settlement (the SDK's SessionLockLostError).
+            delivery.local.condition = _error(
+                SESSION_LOCK_LOST,
+                f"The session lock has expired on the MessageSession '{session.session_id}'.",
+            )
+            delivery.update(Delivery.REJECTED)
             delivery.settle()
             return
         now = self.server.broker.clock()
@@ -427,7 +584,14 @@ class _Session:
             status, body = self.read_event_hub(properties)
         elif operation in OPERATIONS:
             entity = address.rsplit("/$management", 1)[0]
-            status, body = OPERATIONS[operation](self.server.broker, entity, request.body)
+            try:
+                status, body = OPERATIONS[operation](self.server.broker, entity, request.body)
+            except ManagementError as error:
+                status, body = error.status, None
+                reply.properties = {
+                    "errorCondition": symbol(error.condition),
+                    "statusDescription": error.description,
+                }
             if operation in SENDING_OPERATIONS:
                 self.server.unsaved_sends = True
         else:
@@ -482,6 +646,32 @@ def _is_open(link: Link) -> bool:
 
 def _is_control(path: str) -> bool:
     return path == "$cbs" or path.endswith("$management")
+
+
+def _holder(link: Link) -> object:
+    """The identity of a receiver link as a session's holder: proton hands out a new wrapper
+    object per event, so the link's own identity cannot serve; attributes do persist."""
+    holder = getattr(link, "emulator_holder", None)
+    if holder is None:
+        holder = link.emulator_holder = object()
+    return holder
+
+
+def _session_filter(filter_data: Any) -> tuple[bool, str | None]:
+    """Whether a source filter asks for a session (``com.microsoft:session-filter``), and
+    which one (None: the next available)."""
+    try:
+        filter_data.rewind()
+        if not filter_data.next():
+            return False, None
+        value = filter_data.get_object()
+    except Exception:
+        return False, None
+    for key, item in (value or {}).items():
+        if str(key) == SESSION_FILTER:
+            described = getattr(item, "value", item)
+            return True, None if described is None else text(described)
+    return False, None
 
 
 def _selector(filter_data: Any) -> str | None:

@@ -22,10 +22,14 @@ from proton import Message, symbol
 from replication.envelope import Envelope
 from replication.sql import SqlEvaluationError, SqlFilter, SqlRuleAction
 
-from ._codec import with_header
+from ._codec import text, with_header
+from ._sessions import MessageSession, SessionStore
 
 DEAD_LETTER_REASON = "DeadLetterReason"
 DEAD_LETTER_DESCRIPTION = "DeadLetterErrorDescription"
+MISSING_SESSION_ID_REASON = "SessionIdIsMissing"
+"""The emulator's dead-letter reason for a topic's copy (or a forwarded message) without
+SessionId reaching an entity that requires sessions: Service Bus documents no outcome for it."""
 _SEQUENCE = symbol("x-opt-sequence-number")
 _ENQUEUED = symbol("x-opt-enqueued-time")
 _LOCKED_UNTIL = symbol("x-opt-locked-until")
@@ -45,6 +49,7 @@ class EntitySettings:
     duplicate_window: float = 600.0
     forward_to: str | None = None
     forward_dead_lettered_to: str | None = None
+    requires_session: bool = False
 
 
 @dataclasses.dataclass
@@ -60,6 +65,12 @@ class Stored:
     lock_token: uuid.UUID | None = None
     locked_until: float = 0.0
     deferred: bool = False
+
+    @property
+    def session_id(self) -> str | None:
+        """The message's SessionId (AMQP ``group-id``), None when it has none."""
+        group = self.message.group_id
+        return None if group is None else text(group)
 
     def outgoing(self) -> Message:
         """The message as a receiver gets it: broker annotations and delivery count added."""
@@ -168,6 +179,11 @@ class Receivable:
         # (lower bounds, tightened on every full pass).
         self._next_expiry = math.inf
         self._next_lock_expiry = math.inf
+        # A session-enabled entity keeps its available messages per session, not in
+        # ``available``; its dead-letter queue is read without sessions, as in Service Bus.
+        self.sessions: SessionStore[Stored] | None = (
+            SessionStore[Stored]() if settings.requires_session and not is_dlq else None
+        )
         self.dead_letter: Receivable | None = None
         if not is_dlq:
             self.dead_letter = Receivable(f"{path}/$DeadLetterQueue", settings, broker, is_dlq=True)
@@ -195,8 +211,66 @@ class Receivable:
             expires_at=expires_at,
             available_at=available_at,
         )
-        self.available.append(stored)
+        if self.sessions is not None and stored.session_id is None:
+            # Only a topic's copy or a forwarded message gets here (a send to a session queue
+            # without SessionId is refused, see Broker.refusal): the emulator dead-letters it
+            # so that it stays visible instead of vanishing.
+            self.dead_letter_message(
+                stored,
+                MISSING_SESSION_ID_REASON,
+                "The message has no SessionId and this entity requires sessions.",
+                now,
+            )
+            return []
+        self._queue_of(stored).append(stored)
         return [(self, stored)]
+
+    # -------------------------------------------------------------- sessions
+    def _queue_of(self, stored: Stored) -> deque[Stored]:
+        """Where ``stored`` waits while available: its session's queue, or the entity's."""
+        if self.sessions is None:
+            return self.available
+        return self.sessions.get(stored.session_id or "").available
+
+    def _queues(self) -> list[deque[Stored]]:
+        if self.sessions is None:
+            return [self.available]
+        return [self.available, *self.sessions.queues()]
+
+    def available_messages(self) -> list[Stored]:
+        """Every available (or scheduled) message, sessions' included."""
+        return [stored for queue in self._queues() for stored in queue]
+
+    def _session_of(self, stored: Stored) -> MessageSession[Stored] | None:
+        if self.sessions is None:
+            return None
+        return self.sessions.sessions.get(stored.session_id or "")
+
+    def lock_session(
+        self, session_id: str | None, holder: object, now: float
+    ) -> MessageSession[Stored] | None:
+        """Lock a session for a receiver (see :meth:`SessionStore.lock`)."""
+        assert self.sessions is not None
+        self.sweep(now)
+        return self.sessions.lock(session_id, holder, now, self.settings.lock_duration)
+
+    def renew_session(self, session: MessageSession[Stored], now: float) -> float:
+        """Extend the session lock and, with it, the locks of the messages it delivered."""
+        assert self.sessions is not None
+        until = self.sessions.renew(session, now, self.settings.lock_duration)
+        for token in session.locked_tokens:
+            self.locked[token].locked_until = until
+        return until
+
+    def unlock_session(self, session: MessageSession[Stored], now: float) -> None:
+        """End a session lock (it expired, or its receiver closed): the messages delivered in
+        it and not settled come back, counted as a delivery attempt."""
+        assert self.sessions is not None
+        for token in list(session.locked_tokens):
+            stored = self.locked.pop(token, None)
+            if stored is not None:
+                self._release(stored, counted=True, now=now)
+        self.sessions.unlock(session)
 
     def restore(self, stored: Stored) -> None:
         """Put back a message saved by ``--data-dir`` (unlocked, see emulator._persistence)."""
@@ -205,23 +279,35 @@ class Receivable:
             return
         if stored.expires_at is not None:
             self._next_expiry = min(self._next_expiry, stored.expires_at)
-        self.available.append(stored)
+        self._queue_of(stored).append(stored)
 
     def cancel_scheduled(self, stored: Stored, now: float) -> None:
         """Drop ``stored`` if it is still waiting for its scheduled time."""
-        if stored.available_at > now and stored in self.available:
-            self.available.remove(stored)
+        queue = self._queue_of(stored)
+        if stored.available_at > now and stored in queue:
+            queue.remove(stored)
 
-    def lock_deferred(self, sequence_numbers: list[int], now: float, *, lock: bool) -> list[Stored]:
+    def lock_deferred(
+        self,
+        sequence_numbers: list[int],
+        now: float,
+        *,
+        lock: bool,
+        session: MessageSession[Stored] | None = None,
+    ) -> list[Stored]:
         """The deferred messages with these sequence numbers, locked (or removed when
-        ``lock`` is False, receive-and-delete). Unknown numbers are skipped."""
+        ``lock`` is False, receive-and-delete). Unknown numbers are skipped, and so are those
+        of other sessions when ``session`` is given."""
         found = []
         for number in sequence_numbers:
-            stored = self.deferred.pop(number, None)
+            stored = self.deferred.get(number)
             if stored is None:
                 continue
+            if session is not None and stored.session_id != session.session_id:
+                continue
+            del self.deferred[number]
             if lock:
-                self._lock(stored, now)
+                self._lock(stored, now, session)
             found.append(stored)
         return found
 
@@ -250,7 +336,10 @@ class Receivable:
 
     # -------------------------------------------------------------- receive
     def sweep(self, now: float) -> None:
-        """Return expired locks, expire messages past their TTL."""
+        """End expired session locks, return expired locks, expire messages past their TTL."""
+        if self.sessions is not None:
+            for session in self.sessions.expired(now):
+                self.unlock_session(session, now)
         if now >= self._next_lock_expiry:
             for token, stored in list(self.locked.items()):
                 if stored.locked_until <= now:
@@ -260,16 +349,20 @@ class Receivable:
                 (stored.locked_until for stored in self.locked.values()), default=math.inf
             )
         if now >= self._next_expiry:
-            keep: deque[Stored] = deque()
-            for stored in self.available:
-                if stored.expires_at is not None and stored.expires_at <= now:
-                    self._expire(stored, now)
-                else:
-                    keep.append(stored)
-            self.available = keep
-            self._next_expiry = min(
-                (s.expires_at for s in keep if s.expires_at is not None), default=math.inf
-            )
+            next_expiry = math.inf
+            for queue in self._queues():
+                keep: list[Stored] = []
+                for stored in queue:
+                    if stored.expires_at is not None and stored.expires_at <= now:
+                        self._expire(stored, now)
+                    else:
+                        keep.append(stored)
+                        if stored.expires_at is not None:
+                            next_expiry = min(next_expiry, stored.expires_at)
+                if len(keep) != len(queue):
+                    queue.clear()
+                    queue.extend(keep)
+            self._next_expiry = next_expiry
 
     def _expire(self, stored: Stored, now: float) -> None:
         if self.settings.dead_lettering_on_expiration and self.dead_letter is not None:
@@ -277,21 +370,32 @@ class Receivable:
                 stored, "TTLExpiredException", "The message expired and was dead lettered.", now
             )
 
-    def take(self, now: float, *, lock: bool) -> Stored | None:
-        """The next deliverable message, locked (peek-lock) or removed (receive-and-delete)."""
+    def take(
+        self, now: float, *, lock: bool, session: MessageSession[Stored] | None = None
+    ) -> Stored | None:
+        """The next deliverable message (of ``session``, for a session receiver), locked
+        (peek-lock) or removed (receive-and-delete)."""
         self.sweep(now)
-        for index, stored in enumerate(self.available):
+        queue = self.available if session is None else session.available
+        for index, stored in enumerate(queue):
             if stored.available_at > now:
                 continue
-            del self.available[index]
+            del queue[index]
             if lock:
-                self._lock(stored, now)
+                self._lock(stored, now, session)
             return stored
         return None
 
-    def _lock(self, stored: Stored, now: float) -> None:
+    def _lock(
+        self, stored: Stored, now: float, session: MessageSession[Stored] | None = None
+    ) -> None:
+        """Lock ``stored``; inside a session its lock is the session's (same expiry)."""
         stored.lock_token = uuid.uuid4()
-        stored.locked_until = now + self.settings.lock_duration
+        if session is None:
+            stored.locked_until = now + self.settings.lock_duration
+        else:
+            stored.locked_until = session.locked_until
+            session.locked_tokens.add(stored.lock_token)
         self._next_lock_expiry = min(self._next_lock_expiry, stored.locked_until)
         self.locked[stored.lock_token] = stored
 
@@ -311,7 +415,7 @@ class Receivable:
         if stored.deferred:  # an abandoned or expired lock on a deferred message keeps it so
             self.deferred[stored.sequence_number] = stored
             return
-        self.available.appendleft(stored)
+        self._queue_of(stored).appendleft(stored)
 
     def settle(
         self,
@@ -330,6 +434,9 @@ class Receivable:
         stored = self.locked.pop(token, None)
         if stored is None:
             return False
+        session = self._session_of(stored)
+        if session is not None:
+            session.locked_tokens.discard(token)
         match outcome:
             case Settlement.COMPLETE:
                 pass
@@ -357,12 +464,19 @@ class Receivable:
         stored.locked_until = now + self.settings.lock_duration
         return stored.locked_until
 
-    def peek(self, from_sequence: int, count: int) -> list[Stored]:
+    def peek(self, from_sequence: int, count: int, session_id: str | None = None) -> list[Stored]:
+        """Up to ``count`` messages from ``from_sequence`` on, in order, locked and deferred
+        ones included; only those of ``session_id`` when it is given."""
         everything = sorted(
-            [*self.available, *self.locked.values(), *self.deferred.values()],
+            [*self.available_messages(), *self.locked.values(), *self.deferred.values()],
             key=lambda s: s.sequence_number,
         )
-        return [s for s in everything if s.sequence_number >= from_sequence][:count]
+        return [
+            s
+            for s in everything
+            if s.sequence_number >= from_sequence
+            and (session_id is None or s.session_id == session_id)
+        ][:count]
 
 
 def is_duplicate(
@@ -530,6 +644,26 @@ class Broker:
         if entity is not None and dlq:
             return entity.dead_letter
         return entity
+
+    def refusal(self, entity: str, message: Message) -> str | None:
+        """Why a send of ``message`` to ``entity`` is refused, None when it is not.
+
+        A session-enabled queue refuses a message without SessionId, as Service Bus does
+        (InvalidOperationException: "The SessionId was not set on a message, and it cannot be
+        sent to the entity. Entities that have session support enabled can only receive
+        messages that have the SessionId set to a valid value."). A topic takes it; see
+        :data:`MISSING_SESSION_ID_REASON` for its session-enabled subscriptions.
+        """
+        queue = self.queues.get(entity.strip("/").lower())
+        if queue is not None and queue.sessions is not None and message.group_id is None:
+            if queue.settings.forward_to:
+                return None
+            return (
+                "The SessionId was not set on a message, and it cannot be sent to the entity. "
+                "Entities that have session support enabled can only receive messages that "
+                "have the SessionId set to a valid value."
+            )
+        return None
 
     def is_sendable(self, path: str) -> bool:
         key = path.strip("/").lower()

@@ -29,10 +29,6 @@ CASES = {
         _namespace(Queues=[{"Name": "q", "Properties": {"LockDuration": "PT1.2.3S"}}]),
         "UserConfig.Namespaces[0].Queues[0].LockDuration",
     ),
-    "sessions": (
-        _namespace(Queues=[{"Name": "q", "Properties": {"RequiresSession": True}}]),
-        "UserConfig.Namespaces[0].Queues[0].RequiresSession",
-    ),
     "forward to nowhere": (
         _namespace(Queues=[{"Name": "q", "Properties": {"ForwardTo": "missing"}}]),
         "UserConfig.Namespaces[0].Queues[0].Properties.ForwardTo",
@@ -197,3 +193,17 @@ def test_a_config_that_is_not_json5_names_the_file_and_position(
     assert str(path) in str(raised.value)
     assert "invalid JSON" in str(raised.value)
     assert problem in str(raised.value)
+
+
+def test_session_entities_are_accepted() -> None:
+    config = _namespace(
+        Queues=[{"Name": "q", "Properties": {"RequiresSession": True}}],
+        Topics=[
+            {
+                "Name": "t",
+                "Subscriptions": [{"Name": "s", "Properties": {"RequiresSession": True}}],
+            }
+        ],
+    )
+    with run_emulator(config) as running:
+        assert running.namespaces == ["ns"]

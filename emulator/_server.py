@@ -512,12 +512,15 @@ class _Session:
                 delivery.settle()
 
     def disposition(self, delivery: Delivery) -> None:
-        if not delivery.updated or delivery.settled:
+        """Apply a receiver's outcome. An outcome the client settled itself (pre-settled: the
+        SDK releases so the messages that reach an idle receiver, see
+        ``enhanced_message_received`` in its ``_transport/_pyamqp_transport.py``) is applied
+        too, at once; it only gets no disposition back."""
+        if not delivery.updated and not delivery.settled:
             return
         link = delivery.link
         if isinstance(self.server.broker, EventHubsBroker):
-            delivery.update(delivery.remote_state)
-            delivery.settle()
+            _finish(delivery, delivery.remote_state)
             return
         entity = self.server.broker.receivable(
             self.server.entity_path(link.remote_source.address or "")
@@ -536,8 +539,7 @@ class _Session:
                 SESSION_LOCK_LOST,
                 f"The session lock has expired on the MessageSession '{session.session_id}'.",
             )
-            delivery.update(Delivery.REJECTED)
-            delivery.settle()
+            _finish(delivery, Delivery.REJECTED)
             return
         now = self.server.broker.clock()
         if entity is not None:
@@ -566,8 +568,7 @@ class _Session:
                         )
                     ),
                 )
-        delivery.update(state)
-        delivery.settle()
+        _finish(delivery, state)
 
     # ------------------------------------------------------------ CBS and management
     def management(self, address: str, request: Message) -> None:
@@ -620,6 +621,14 @@ class _Session:
                 return 404, None
             return 200, hub.partitions[int(partition)].properties(hub.name)
         return 200, hub.properties()
+
+
+def _finish(delivery: Delivery, state: Any) -> None:
+    """Settle ``delivery`` with ``state``; a delivery the client already settled gets no
+    disposition back, only our side of the settlement."""
+    if not delivery.settled:
+        delivery.update(state)
+    delivery.settle()
 
 
 def _error(condition: str, description: str) -> Condition:

@@ -415,7 +415,7 @@ class Receivable:
         if stored.deferred:  # an abandoned or expired lock on a deferred message keeps it so
             self.deferred[stored.sequence_number] = stored
             return
-        self._queue_of(stored).appendleft(stored)
+        _requeue(self._queue_of(stored), stored)
 
     def settle(
         self,
@@ -477,6 +477,17 @@ class Receivable:
             if s.sequence_number >= from_sequence
             and (session_id is None or s.session_id == session_id)
         ][:count]
+
+
+def _requeue(queue: deque[Stored], stored: Stored) -> None:
+    """Put a message given back (released, abandoned, lock expired) in its place: before every
+    newer message, so several given back one by one keep their order. The place is near the
+    head, where the given-back messages were taken from."""
+    for index, waiting in enumerate(queue):
+        if waiting.sequence_number > stored.sequence_number:
+            queue.insert(index, stored)
+            return
+    queue.append(stored)
 
 
 def is_duplicate(

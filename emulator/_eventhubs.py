@@ -12,6 +12,8 @@ from typing import Any
 
 from proton import Message, symbol, timestamp
 
+from ._message import BrokerMessage
+
 _SEQUENCE = symbol("x-opt-sequence-number")
 _OFFSET = symbol("x-opt-offset")
 _ENQUEUED = symbol("x-opt-enqueued-time")
@@ -32,7 +34,7 @@ class Event:
     def outgoing_bytes(self, last: Event | None = None) -> bytes:
         """The event as a consumer gets it: broker annotations added and, with ``last`` (the
         partition's newest event), the receiver runtime metric in its delivery annotations."""
-        copy = Message()
+        copy = BrokerMessage()
         copy.decode(self.message.encode())
         if last is not None:
             copy.instructions = runtime_metric(last, time.time())

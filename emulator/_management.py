@@ -21,9 +21,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from proton import UNDESCRIBED, Array, Data, Message, symbol, timestamp
+from proton import UNDESCRIBED, Array, Data, symbol, timestamp
 
 from ._codec import text
+from ._message import BrokerMessage
 from ._servicebus import Broker, Receivable, Settlement, Stored
 from ._sessions import SESSION_LOCK_LOST, MessageSession
 
@@ -197,7 +198,7 @@ def schedule(broker: Broker, entity: str, body: Any) -> Reply:
         return 404, None
     numbers = []
     for entry in elements(_field(body, "messages")):
-        message = Message()
+        message = BrokerMessage()
         message.decode(bytes(_field(entry, "message")))
         numbers.append(broker.schedule(entity, message))
     return 200, {"sequence-numbers": _longs(numbers)}

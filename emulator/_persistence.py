@@ -31,11 +31,13 @@ from proton import Message
 from replication.exceptions import ConfigurationError
 
 from ._eventhubs import Event, EventHubsBroker
+from ._message import BrokerMessage
 from ._servicebus import Broker, Receivable, Stored
 
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
+
 SAVE_INTERVAL = 1.0
 
 
@@ -44,7 +46,7 @@ def _encode(message: Message) -> str:
 
 
 def _decode(text: str) -> Message:
-    message = Message()
+    message = BrokerMessage()
     message.decode(base64.b64decode(text))
     return message
 

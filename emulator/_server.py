@@ -36,6 +36,7 @@ from ._codec import text
 from ._eventhubs import EventHubsBroker
 from ._frames import FramePadder
 from ._management import OPERATIONS, SENDING_OPERATIONS, ManagementError
+from ._message import BrokerMessage
 from ._persistence import Persistence
 from ._servicebus import Broker, Receivable, Settlement, Stored
 from ._sessions import (
@@ -423,7 +424,7 @@ class _Session:
         now = broker.clock()
         messages = []
         for encoded in split_batch(data):
-            message = Message()
+            message = BrokerMessage()
             message.decode(encoded)
             refusal = broker.refusal(address, message)
             if refusal is not None:
@@ -448,7 +449,7 @@ class _Session:
         outer_key = (outer.annotations or {}).get(_PARTITION_KEY)
         now = broker.clock()
         for encoded in split_batch(data):
-            message = Message()
+            message = BrokerMessage()
             message.decode(encoded)
             key = (message.annotations or {}).get(_PARTITION_KEY, outer_key)
             hub.publish(message, partition_id=partition,

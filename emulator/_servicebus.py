@@ -23,6 +23,7 @@ from replication.envelope import Envelope
 from replication.sql import SqlEvaluationError, SqlFilter, SqlRuleAction
 
 from ._codec import text, with_header
+from ._message import BrokerMessage
 from ._sessions import MessageSession, SessionStore
 
 DEAD_LETTER_REASON = "DeadLetterReason"
@@ -74,7 +75,7 @@ class Stored:
 
     def outgoing(self) -> Message:
         """The message as a receiver gets it: broker annotations and delivery count added."""
-        copy = Message()
+        copy = BrokerMessage()
         copy.decode(self.message.encode())
         annotations = dict(copy.annotations or {})
         annotations[_SEQUENCE] = self.sequence_number
@@ -129,7 +130,7 @@ def envelope_of(message: Message) -> Envelope:
 
 def apply_envelope(message: Message, before: Envelope, after: Envelope) -> Message:
     """A copy of ``message`` with what a rule action changed between ``before`` and ``after``."""
-    copy = Message()
+    copy = BrokerMessage()
     copy.decode(message.encode())
     if after.application_properties != before.application_properties:
         copy.properties = dict(after.application_properties)
@@ -548,7 +549,7 @@ class Topic:
             matched = [rule for rule in subscription.rules if rule.matches(envelope)]
         except SqlEvaluationError as error:
             # Service Bus dead-letters on filter evaluation exceptions (the default setting).
-            copy = Message()
+            copy = BrokerMessage()
             copy.decode(message.encode())
             stored = Stored(copy, subscription.broker.next_sequence(), now, None, now)
             subscription.dead_letter_message(

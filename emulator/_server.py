@@ -35,6 +35,7 @@ from ._codec import message_sections as _sections
 from ._codec import text
 from ._eventhubs import EventHubsBroker
 from ._frames import FramePadder
+from ._incoming import DeliveryIdRenumberer
 from ._management import OPERATIONS, SENDING_OPERATIONS, ManagementError
 from ._message import BrokerMessage
 from ._persistence import Persistence
@@ -108,6 +109,8 @@ class _Session:
         sasl.allowed_mechs("ANONYMOUS")
         self.transport.bind(self.connection)
         self.padder = FramePadder()
+        self.renumberer = DeliveryIdRenumberer()
+        self.inbound = b""
         self.reply_links: dict[str, Link] = {}
         self.closed = False
         # Next-available session receivers waiting for a session: (link, entity, deadline).
@@ -132,9 +135,24 @@ class _Session:
             data = b""
         if not data:
             self.transport.close_tail()
-        else:
-            self.transport.push(data)
+            self.process()
+            return
+        # Renumbering can make a frame a few bytes longer than what was read: push what the
+        # engine takes, process, push the rest.
+        self.inbound += self.renumberer.feed(data)
+        self.push_inbound()
         self.process()
+
+    def push_inbound(self) -> None:
+        """Hand the engine what was read and renumbered, as much as it takes (the loop calls
+        this again on its next pass when the engine was full)."""
+        while self.inbound:
+            room = self.transport.capacity()
+            if room <= 0:
+                return
+            self.transport.push(self.inbound[:room])
+            self.inbound = self.inbound[room:]
+            self.process()
 
     def flush(self) -> None:
         while True:
@@ -807,6 +825,7 @@ class EmulatorLoop:
                     server.broker.sweep()
                     server.persist()
                     for session in list(server.sessions.values()):
+                        session.push_inbound()
                         session.transport.tick(now)
                         session.pump_all()
                         session.flush()

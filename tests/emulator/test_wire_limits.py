@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from typing import Any
 
 import pytest
 
@@ -38,3 +40,38 @@ def test_fifty_concurrent_sends_on_one_link_do_not_overrun_the_session_window() 
     with run_emulator(CONFIG) as running:
         received = asyncio.run(_send_concurrently_and_drain(running.connection_string("wire"), 50))
     assert sorted(received) == sorted(f"m{i}" for i in range(50))
+
+
+def test_the_sync_sdks_concurrent_lock_renewals_keep_the_connection() -> None:
+    """Twenty messages held past two lock durations (PT5S) with the SDK's ``AutoLockRenewer``,
+    which renews up to ten locks at once from its threads through one management link and so
+    sends transfers with repeated or out-of-order delivery-ids. They all complete: the
+    emulator renumbers the ids (emulator/_incoming.py) instead of closing the connection with
+    a session sequencing error."""
+    from azure.servicebus import AutoLockRenewer, ServiceBusClient
+
+    config = {
+        "UserConfig": {
+            "Namespaces": [
+                {"Name": "renew", "Queues": [{"Name": "q", "Properties": {"LockDuration": "PT5S"}}]}
+            ]
+        }
+    }
+    renewer = AutoLockRenewer(max_lock_renewal_duration=60)
+    with (
+        run_emulator(config) as running,
+        ServiceBusClient.from_connection_string(running.connection_string("renew")) as client,
+    ):
+        with client.get_queue_sender("q") as sender:
+            sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(20)])
+        with client.get_queue_receiver("q", auto_lock_renewer=renewer, max_wait_time=3) as receiver:
+            held: list[Any] = []
+            while len(held) < 20:
+                batch = receiver.receive_messages(max_message_count=20, max_wait_time=3)
+                assert batch, "fewer than 20 messages arrived"
+                held += batch
+            time.sleep(12)
+            for message in held:
+                receiver.complete_message(message)
+        renewer.close()
+    assert sorted(str(m) for m in held) == sorted(f"m{i}" for i in range(20))

@@ -57,6 +57,9 @@ _PARTITION_KEY = symbol("x-opt-partition-key")
 
 BATCH_CREDIT = 300
 
+ACCEPT_PAUSE_SECONDS = 0.5
+"""How long a namespace stops accepting after an accept failed (out of file descriptors)."""
+
 MAX_FRAME_SIZE = 1024 * 1024
 INCOMING_WINDOW_FRAMES = 5000
 """The AMQP session's incoming window, in frames. proton derives the window from the session's
@@ -735,6 +738,8 @@ class NamespaceServer:
         self.persistence: Persistence | None = None
         self.unsaved_sends = False
         self.max_message_size: int = broker.max_message_size
+        self.accept_paused_until: float | None = None
+        """Set while accepting is paused after a failure (see :meth:`accept`)."""
 
     def persist(self, *, durable_only: bool = False) -> None:
         """Save the namespace if it has a data directory: always after sends that are about
@@ -761,6 +766,14 @@ class NamespaceServer:
         try:
             sock, _ = self.listener.accept()
         except BlockingIOError:
+            return
+        except OSError as error:
+            # Out of file descriptors (EMFILE/ENFILE) or another transient failure: the
+            # connection waits in the listen backlog. Stop watching the listener for a moment
+            # (it would be readable, and fail, on every pass) and keep serving the others.
+            logger.warning("namespace '%s' cannot accept a connection now: %s", self.name, error)
+            selector.unregister(self.listener)
+            self.accept_paused_until = time.monotonic() + ACCEPT_PAUSE_SECONDS
             return
         sock.setblocking(True)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -818,6 +831,10 @@ class EmulatorLoop:
                     logger.exception("dropping a connection after an engine error")
                     target.close()
             now = time.monotonic()
+            for server in self.servers:
+                if server.accept_paused_until is not None and now >= server.accept_paused_until:
+                    server.accept_paused_until = None
+                    self.selector.register(server.listener, selectors.EVENT_READ, server)
             if self.pending_pump or now - last_sweep > 0.1:
                 self.pending_pump = False
                 last_sweep = now

@@ -57,6 +57,10 @@ _PARTITION_KEY = symbol("x-opt-partition-key")
 
 BATCH_CREDIT = 300
 
+OUTBOUND_LIMIT = 128 * 1024 * 1024
+"""Bytes that may wait for a peer that does not read before its connection is dropped (its
+locked messages come back when their locks expire, as after any lost connection)."""
+
 ACCEPT_PAUSE_SECONDS = 0.5
 """How long a namespace stops accepting after an accept failed (out of file descriptors)."""
 
@@ -112,6 +116,10 @@ class _Session:
         sasl.allowed_mechs("ANONYMOUS")
         self.transport.bind(self.connection)
         self.padder = FramePadder()
+        self.outbound = b""
+        """Bytes written by the engine that the socket has not taken yet."""
+        self.closing = False
+        self.writes_watched = False
         self.renumberer = DeliveryIdRenumberer()
         self.inbound = b""
         self.reply_links: dict[str, Link] = {}
@@ -134,6 +142,8 @@ class _Session:
             return
         try:
             data = self.socket.recv(capacity)
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError:
             data = b""
         if not data:
@@ -158,22 +168,49 @@ class _Session:
             self.process()
 
     def flush(self) -> None:
+        """Move what the engine wrote to the socket without ever blocking the loop thread: what
+        the peer cannot take now waits in :attr:`outbound` and goes when the socket is writable
+        (the loop watches it meanwhile). A peer that stops reading costs only its own
+        connection, dropped once :data:`OUTBOUND_LIMIT` bytes wait for it."""
         while True:
             pending = self.transport.pending()
             if pending <= 0:
                 break
             data = bytes(self.transport.peek(pending))
             self.transport.pop(len(data))
-            out = self.padder.feed(data)
+            self.outbound += self.padder.feed(data)
+        # Done when the engine closed, or it stopped reading (the peer hung up or sent bytes it
+        # rejected): close once everything it had to say, its error included, is written.
+        if self.transport.closed or pending < 0 or self.transport.capacity() < 0:
+            self.closing = True
+        self.writable()
+
+    def writable(self) -> None:
+        """Send what waits in :attr:`outbound`, as much as the socket takes now."""
+        while self.outbound and not self.closed:
             try:
-                self.socket.sendall(out)
+                sent = self.socket.send(self.outbound)
+            except (BlockingIOError, InterruptedError):
+                break
             except OSError:
                 self.close()
                 return
-        # Done when the engine closed, or it stopped reading (the peer hung up or sent bytes it
-        # rejected) and everything it had to say, its error included, has been written.
-        if self.transport.closed or pending < 0 or self.transport.capacity() < 0:
+            self.outbound = self.outbound[sent:]
+        if self.closed:
+            return
+        if self.outbound and len(self.outbound) > OUTBOUND_LIMIT:
+            logger.warning(
+                "dropping a connection to namespace '%s' that has not read %d bytes",
+                self.server.name,
+                len(self.outbound),
+            )
             self.close()
+            return
+        if not self.outbound and self.closing:
+            self.close()
+            return
+        if self.server.loop is not None:
+            self.server.loop.watch_writes(self, bool(self.outbound))
 
     def close(self) -> None:
         if not self.closed:
@@ -775,7 +812,7 @@ class NamespaceServer:
             selector.unregister(self.listener)
             self.accept_paused_until = time.monotonic() + ACCEPT_PAUSE_SECONDS
             return
-        sock.setblocking(True)
+        sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         session = _Session(self, sock)
         self.sessions[sock] = session
@@ -810,6 +847,15 @@ class EmulatorLoop:
             server.loop = self
             self.selector.register(server.listener, selectors.EVENT_READ, server)
 
+    def watch_writes(self, session: _Session, on: bool) -> None:
+        """Watch ``session``'s socket for writability while it has bytes waiting."""
+        if session.writes_watched == on or session.closed:
+            return
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if on else 0)
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.modify(session.socket, events, session)
+            session.writes_watched = on
+
     def unregister(self, sock: socket.socket) -> None:
         with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(sock)
@@ -817,12 +863,16 @@ class EmulatorLoop:
     def run(self) -> None:
         last_sweep = 0.0
         while not self.stopping.is_set():
-            for key, _ in self.selector.select(timeout=0.05):
+            for key, events in self.selector.select(timeout=0.05):
                 target = key.data
                 if isinstance(target, NamespaceServer):
                     target.accept(self.selector)
                     continue
                 try:
+                    if events & selectors.EVENT_WRITE:
+                        target.writable()
+                    if not events & selectors.EVENT_READ or target.closed:
+                        continue
                     if target.server.persistence is not None:
                         target.server.persistence.touch()
                     target.readable()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -90,3 +91,62 @@ def test_running_out_of_file_descriptors_stops_no_one_for_good(tmp_path: Path) -
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(1)
+
+
+_STALLED_READER = """
+import sys, time
+from azure.servicebus import ServiceBusClient
+with ServiceBusClient.from_connection_string(sys.argv[1]) as client:
+    with client.get_queue_receiver("big", prefetch_count=1000) as receiver:
+        receiver.receive_messages(max_message_count=1, max_wait_time=10)
+        print("attached", flush=True)
+        time.sleep(600)
+"""
+
+
+def test_a_client_that_stops_reading_freezes_nobody_else(tmp_path: Path) -> None:
+    """A receiver with a large prefetch on a queue of 20 MB is frozen (SIGSTOP): it stops
+    reading its socket while the emulator still has deliveries for it. Another client on
+    another namespace, and on another queue of the same namespace, is served meanwhile. With
+    blocking writes on the one loop thread, the first full socket buffer froze every
+    namespace."""
+    config = tmp_path / "Config.json"
+    namespaces = [
+        {"Name": "slow", "Queues": [{"Name": "big"}, {"Name": "q"}]},
+        {"Name": "other", "Queues": [{"Name": "q"}]},
+    ]
+    config.write_text(json.dumps({"UserConfig": {"Namespaces": namespaces}}))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "--config", str(config)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    reader: subprocess.Popen[str] | None = None
+    try:
+        assert process.stdout is not None
+        connections = dict(process.stdout.readline().strip().split("\t") for _ in range(2))
+        with (
+            ServiceBusClient.from_connection_string(connections["slow"]) as client,
+            client.get_queue_sender("big") as sender,
+        ):
+            for _ in range(100):
+                sender.send_messages(ServiceBusMessage(b"x" * 200_000))
+        reader = subprocess.Popen(
+            [sys.executable, "-c", _STALLED_READER, connections["slow"]],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert reader.stdout is not None
+        assert reader.stdout.readline().strip() == "attached"
+        reader.send_signal(signal.SIGSTOP)
+        time.sleep(2)
+        assert _round_trip(connections["other"], "elsewhere") == ["elsewhere"]
+        assert _round_trip(connections["slow"], "next door") == ["next door"]
+    finally:
+        if reader is not None:
+            reader.kill()
+            reader.wait(timeout=10)
+        process.terminate()
+        process.wait(timeout=20)

@@ -14,6 +14,7 @@ from replication.exceptions import ConfigurationError
 from replication.sql import SqlRuleAction, SqlSyntaxError
 
 from ._eventhubs import EventHub, EventHubsBroker
+from ._schema import check_shape
 from ._servicebus import (
     Broker,
     EntitySettings,
@@ -177,6 +178,7 @@ def parse_config_text(text: str) -> Any:
 def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     """The configuration document, from a path or an already-decoded dict."""
     if isinstance(source, dict):
+        check_shape(source)
         return source
     path = Path(source)
     try:
@@ -187,6 +189,7 @@ def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
         raise ConfigurationError(str(error), source=str(path)) from None
     if not isinstance(document, dict) or "UserConfig" not in document:
         raise ConfigurationError("expected an object with UserConfig", source=str(path))
+    check_shape(document, str(path))
     return document
 
 

@@ -106,3 +106,45 @@ def test_a_taken_port_fails_cleanly(tmp_path: Path) -> None:
     assert result.returncode == ExitCode.UNAVAILABLE
     assert f"cannot listen: namespace 'second' on 127.0.0.1:{port}" in result.stderr
     assert result.stdout == ""
+
+
+_BAD_TYPES = {
+    "a count that is text": (
+        {"Namespaces": [{"Name": "n", "Queues": [
+            {"Name": "q", "Properties": {"MaxDeliveryCount": "ten"}}]}]},
+        "UserConfig.Namespaces[0].Queues[0].Properties.MaxDeliveryCount: expected a whole number",
+    ),
+    "an object where a list belongs": (
+        {"Namespaces": [{"Name": "n", "Queues": {}}]},
+        "UserConfig.Namespaces[0].Queues: expected a list",
+    ),
+    "a list where an object belongs": (
+        {"Namespaces": [{"Name": "n", "Queues": [{"Name": "q", "Properties": []}]}]},
+        "UserConfig.Namespaces[0].Queues[0].Properties: expected an object",
+    ),
+    "a rule without properties": (
+        {"Namespaces": [{"Name": "n", "Topics": [{"Name": "t", "Subscriptions": [
+            {"Name": "s", "Rules": [{"Name": "r"}]}]}]}]},
+        "UserConfig.Namespaces[0].Topics[0].Subscriptions[0].Rules[0].Properties: required",
+    ),
+    "a port that is text": (
+        {"Namespaces": [{"Name": "n", "Port": "x"}]},
+        "UserConfig.Namespaces[0].Port: expected a whole number",
+    ),
+    "a partition count that is text": (
+        {"NamespaceConfig": [{"Name": "e", "Entities": [{"Name": "h", "PartitionCount": "two"}]}]},
+        "UserConfig.NamespaceConfig[0].Entities[0].PartitionCount: expected a whole number",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", _BAD_TYPES)
+def test_a_field_of_the_wrong_type_is_one_line_naming_its_path(tmp_path: Path, case: str) -> None:
+    user_config, expected = _BAD_TYPES[case]
+    config = tmp_path / "Config.json"
+    config.write_text(json.dumps({"UserConfig": user_config}))
+    result = run_to_exit("--config", str(config))
+    assert result.returncode == ExitCode.CONFIGURATION
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: {config}: {expected}")

@@ -21,6 +21,10 @@ import struct
 from ._amqp import AMQP_FRAME, Constructor, Performative
 from ._codec import value_end
 
+MAX_FRAME = 16 * 1024 * 1024
+"""Larger than any frame the emulator accepts (its max-frame-size is 1 MB): a bigger size
+field means the bytes are not AMQP frames."""
+
 _BEGIN = Performative.BEGIN
 _TRANSFER = Performative.TRANSFER
 _END = Performative.END
@@ -35,8 +39,12 @@ class DeliveryIdRenumberer:
         """Per channel, the id the next new delivery gets (absent until the first transfer)."""
         self._continuing: dict[int, int] = {}
         """Per channel, the id of a delivery whose last transfer said ``more``."""
+        self._passthrough = False
+        """Set once the stream is not AMQP frames: it is handed on untouched."""
 
     def feed(self, data: bytes) -> bytes:
+        if self._passthrough:
+            return data
         self._buffer += data
         out: list[bytes] = []
         while True:
@@ -50,10 +58,14 @@ class DeliveryIdRenumberer:
             if len(buffer) < 8:
                 break
             size, doff, frame_type = struct.unpack(">IBB", buffer[:6])
-            if size < 8 or len(buffer) < size:
-                if size < 8:  # not a frame: let proton report it
-                    out.append(buffer)
-                    self._buffer = b""
+            if not 8 <= size <= MAX_FRAME or doff < 2:
+                # Not AMQP (an HTTP request, garbage): hand everything to proton, which
+                # rejects it and closes the connection.
+                self._passthrough = True
+                out.append(buffer)
+                self._buffer = b""
+                break
+            if len(buffer) < size:
                 break
             frame, self._buffer = buffer[:size], buffer[size:]
             out.append(self._frame(frame, doff, frame_type) if frame_type == AMQP_FRAME else frame)

@@ -74,7 +74,11 @@ def run_emulator(
     persistence: dict[str, Persistence] = {}
     if data_dir is not None:
         directory = Path(data_dir)
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            problem = "exists and is not a directory" if directory.exists() else error.strerror
+            raise ConfigurationError(f"--data-dir {directory}: {problem}") from None
         for name, broker, _ in namespaces:
             persistence[name] = Persistence(directory, name, broker)
             if persistence[name].load():

@@ -188,10 +188,19 @@ class Persistence:
                 f"not a snapshot of format {FORMAT} (written by another version?)",
                 source=str(self.path),
             )
-        if isinstance(self.broker, EventHubsBroker):
-            restore_eventhubs(self.broker, document["state"], str(self.path))
-        else:
-            restore_servicebus(self.broker, document["state"], str(self.path))
+        try:
+            if isinstance(self.broker, EventHubsBroker):
+                restore_eventhubs(self.broker, document["state"], str(self.path))
+            else:
+                restore_servicebus(self.broker, document["state"], str(self.path))
+        except ConfigurationError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+            # Missing keys, wrong types, bad base64 (binascii.Error is a ValueError).
+            raise ConfigurationError(
+                f"snapshot content is not valid ({type(error).__name__}: {error})",
+                source=str(self.path),
+            ) from None
         return True
 
     def touch(self) -> None:

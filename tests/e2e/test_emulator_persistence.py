@@ -154,3 +154,55 @@ def test_an_unreadable_snapshot_is_a_clear_error(emulator: Emulator) -> None:
     result = run_to_exit("--config", str(emulator.config), "--data-dir", str(emulator.data))
     assert result.returncode == 2
     assert f"{emulator.data / 'sb.json'}: unreadable snapshot" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "state"),
+    [
+        ("sb.json", {"entities": ["q"]}),
+        ("sb.json", {"entities": {"q": {"messages": [{"sequence": 1}]}}}),
+        (
+            "sb.json",
+            {
+                "entities": {
+                    "q": {
+                        "messages": [
+                            {
+                                "message": "abc",
+                                "sequence": 1,
+                                "enqueued": 0,
+                                "expires": None,
+                                "available": 0,
+                                "deliveries": 0,
+                                "deferred": False,
+                            }
+                        ]
+                    }
+                }
+            },
+        ),
+    ],
+    ids=["wrong type", "missing keys", "bad base64"],
+)
+def test_a_snapshot_with_bad_content_is_one_line_naming_it(
+    emulator: Emulator, name: str, state: dict[str, object]
+) -> None:
+    """A snapshot that parses but does not hold what a snapshot holds (edited by hand, or
+    written by something else): the one-line error names the file, no traceback."""
+    emulator.data.mkdir()
+    (emulator.data / name).write_text(json.dumps({"format": 1, "state": state}))
+    result = run_to_exit("--config", str(emulator.config), "--data-dir", str(emulator.data))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"error: {emulator.data / name}: snapshot content is not valid")
+
+
+def test_a_data_dir_that_is_a_file_is_named_as_such(emulator: Emulator) -> None:
+    emulator.data.write_text("a file")
+    result = run_to_exit("--config", str(emulator.config), "--data-dir", str(emulator.data))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: --data-dir {emulator.data}: exists and is not a directory"
+    )

@@ -11,8 +11,8 @@ arrive byte-exact; see :mod:`replication.transport.functions` for what else the 
 - queue source -> ``service_bus_queue_trigger`` (``<queue>/$DeadLetterQueue`` for spillover);
 - topic subscription -> ``service_bus_topic_trigger``;
 - either with ``is_sessions_enabled`` when the queue or subscription requires sessions: the
-  extension then takes one session at a time per receiver and hands a batch of that session's
-  messages in order;
+  extension's batch loop then takes one session at a time per instance and hands the function
+  that session's messages in order, batch by batch (host.json ``sessionIdleTimeout``);
 - event hub -> ``event_hub_message_trigger`` with an exponential-backoff retry policy without a
   retry limit (5 s to 5 min, as the official replication samples), so the checkpoint never moves
   past an event that was not replicated.

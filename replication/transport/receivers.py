@@ -204,14 +204,13 @@ def run_servicebus_session_source(
 
     Each turn accepts the next session nobody holds, receives its batches in order until a
     receive waits :data:`SESSION_IDLE_SECONDS` for nothing, and releases it, as the Functions
-    host's batch loop does. The
-    session's lock, which also locks its messages, is renewed for as long as it is held (from
-    this thread between batches, by a :class:`LockKeeper` while a batch is in flight), so a
-    session drained over many lock durations is not lost half-way. A failed batch is abandoned:
-    its messages go back to the head of their session and come next, so the order within a
-    session holds across failures, restarts of this loop and of the whole process (a lock held
-    by a killed process expires after the entity's lock duration). The host runs
-    :data:`CONCURRENT_SESSIONS` of these loops per task.
+    host's batch loop does. The session's lock, which also locks its messages, is renewed for as
+    long as it is held (from this thread between batches, by a :class:`LockKeeper` while a batch
+    is in flight), so a session drained over many lock durations is not lost half-way. A failed
+    batch is abandoned: its messages go back to the head of their session and come next, so the
+    order within a session holds across failures, restarts of this loop and of the whole
+    process (a lock held by a killed process expires after the entity's lock duration). The host
+    runs :data:`CONCURRENT_SESSIONS` of these loops per task.
     """
     isolation = isolation or Isolation()
     with servicebus_client(namespace, environ) as client:
@@ -381,7 +380,8 @@ class LockKeeper:
     @classmethod
     def for_session(cls, session: ServiceBusSession, *, limit: float) -> LockKeeper:
         """Keeps the lock of ``session``: a session's messages are locked by it, not each on
-        its own (Service Bus refuses renewing their locks one by one)."""
+        its own (the SDK's ``renew_message_lock`` raises ``TypeError`` on a session receiver:
+        "an invalid operation when working with sessions")."""
 
         def renew() -> None:
             try:

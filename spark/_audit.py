@@ -11,21 +11,25 @@ Definitions (they are the report's keys; see spark/README.md):
 - a *loop* is a message whose ``repl-path`` names a namespace twice or whose ``repl-hops``
   exceeds the number of regions - 1;
 - a *late record* is a duplicate copy enqueued more than the watermark after the message's
-  first copy: streaming deduplication within the watermark cannot recognize it.
+  first copy.
 
-How it stays fast: copies are reduced to a few numbers as they are read (time in µs, region
-number, a copy id, origin number, loop flag; the properties map is not carried further), and
-every figure is derived from one row per message (``message_summary``), an aggregation whose
-results are all 64-bit numbers, which Spark runs as a hash aggregation rather than sorting every
-copy. ``unique/`` is written straight from that summary; only the duplicates need the copies
-again, matched with their message by one hash join (``duplicate_copies``).
+How it stays fast: copies are reduced to a few 64-bit numbers as they are read (a copy's
+ordering key ``time_µs * regions + region``, its sequence number, the declared origin and a loop
+flag; the properties map is not carried further) and shuffled once, by message id, into one
+summary row per message (``message_summary``): per region the copy count, the first copy's key
+and its sequence number. The aggregation's results are all fixed-width numbers, so Spark runs it
+as a hash aggregation instead of sorting every copy. Everything else comes from that summary:
+``unique/``, every figure, the charts, the missing and looping ids, and the duplicates of every
+message with at most one copy per region. Only messages with two copies in one region (an
+in-region duplicate) need their copies again (``flagged_copies``), and only their copies are
+kept from a second read of the input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -38,6 +42,8 @@ from ._schema import ENQUEUED, MESSAGE_ID, PROPERTIES, REGION, SEQUENCE
 MAX_REGIONS = 36
 """A copy's ordering key is ``time_µs * regions + region``; with at most 36 regions it fits a
 64-bit integer for every timestamp Spark can hold (up to 9999-12-31)."""
+
+MICROS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,10 @@ class RegionIndex:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def numbers(self) -> range:
+        return range(len(self.names))
 
     @property
     def elsewhere(self) -> int:
@@ -87,40 +97,54 @@ def is_valid() -> Column:
     return F.col(MESSAGE_ID).isNotNull() & (F.length(MESSAGE_ID) > 0) & F.col(ENQUEUED).isNotNull()
 
 
-def copy_keys(records: DataFrame, regions: RegionIndex, *, replication: bool = True) -> DataFrame:
-    """Valid records reduced to the numbers the audit works on.
+# ---------------------------------------------------------------- copies -> one row per message
 
-    ``message_id``; ``t``: enqueue time in µs; ``r``: region number; ``sequence_number``;
-    ``copy_id``: unique per record and the same on every read of the same ``records`` frame
-    (Spark's ``monotonically_increasing_id`` over the scan, whose files were listed once when the
-    frame was made), so a second pass finds the first copy again.
-    With ``replication``: ``o``, the number of the declared ``repl-origin`` (null without one),
-    and ``looped``, 1 when this copy's path or hop count shows a loop.
-    """
-    columns: list[Column | str] = [
+
+def copy_times(records: DataFrame, regions: RegionIndex) -> DataFrame:
+    """Valid records as ``message_id``, ``key`` (``time_µs * regions + region``) and
+    ``sequence_number``: what a copy is, without what the audit reads from its properties."""
+    key = F.unix_micros(ENQUEUED) * F.lit(len(regions)) + regions.number(F.col(REGION))
+    return records.where(is_valid()).select(MESSAGE_ID, key.alias("key"), SEQUENCE)
+
+
+def copy_keys(records: DataFrame, regions: RegionIndex) -> DataFrame:
+    """``copy_times`` and what the properties say: ``o``, the number of the declared
+    ``repl-origin`` (null without one), and ``looped``, 1 when the copy's path or hop count shows
+    a loop."""
+    # element_at, unlike properties[...], is no "cheap" expression to Spark's optimizer, so each
+    # property is looked up once here instead of once per use in the loop check.
+    looked_up = records.where(is_valid()).select(
         MESSAGE_ID,
-        F.unix_micros(ENQUEUED).alias("t"),
-        regions.number(F.col(REGION)).alias("r"),
+        ENQUEUED,
+        REGION,
         SEQUENCE,
-        F.monotonically_increasing_id().alias("copy_id"),
-    ]
-    if replication:
-        origin = F.col(PROPERTIES).getItem(REPL_ORIGIN)
-        columns += [
-            regions.number(origin, others=regions.elsewhere).alias("o"),
-            _loop_flag(len(regions)).alias("looped"),
-        ]
-    return records.where(is_valid()).select(*columns)
+        *[
+            F.try_element_at(PROPERTIES, F.lit(name)).alias(column)
+            for name, column in (
+                (REPL_ORIGIN, "_origin"),
+                (REPL_PATH, "_path"),
+                (REPL_HOPS, "_hops"),
+            )
+        ],
+    )
+    key = F.unix_micros(ENQUEUED) * F.lit(len(regions)) + regions.number(F.col(REGION))
+    return looked_up.select(
+        MESSAGE_ID,
+        key.alias("key"),
+        SEQUENCE,
+        regions.number(F.col("_origin"), others=regions.elsewhere).alias("o"),
+        loop_flag("_path", "_hops", len(regions)).alias("looped"),
+    )
 
 
-def _loop_flag(region_count: int) -> Column:
-    """1 when ``repl-path`` names a namespace twice or ``repl-hops`` > regions - 1, else 0."""
-    path = F.col(PROPERTIES).getItem(REPL_PATH)
+def loop_flag(path_column: str, hops_column: str, region_count: int) -> Column:
+    """1 when the path in ``path_column`` names a namespace twice or the hop count in
+    ``hops_column`` exceeds regions - 1, else 0 (a malformed hop count gives no verdict)."""
+    path = F.col(path_column)
     first_separator = F.instr(path, SEPARATOR)
     # Most paths have one or two entries: compare those as strings, without building arrays.
     second_separator = F.expr(
-        f"locate('{SEPARATOR}', {PROPERTIES}['{REPL_PATH}'], "
-        f"instr({PROPERTIES}['{REPL_PATH}'], '{SEPARATOR}') + 1)"
+        f"locate('{SEPARATOR}', {path_column}, instr({path_column}, '{SEPARATOR}') + 1)"
     )
     head, tail = F.substring_index(path, SEPARATOR, 1), F.substring_index(path, SEPARATOR, -1)
     entries = F.array_remove(F.split(path, SEPARATOR), "")
@@ -129,249 +153,386 @@ def _loop_flag(region_count: int) -> Column:
         .when(second_separator == 0, (head == tail) & (F.length(head) > 0))
         .otherwise(F.size(F.array_distinct(entries)) < F.size(entries))
     )
-    hops = F.col(PROPERTIES).getItem(REPL_HOPS).try_cast("long")  # malformed: no verdict
+    hops = F.col(hops_column).try_cast("long")
     too_many = F.coalesce(hops > F.lit(max(region_count - 1, 0)), F.lit(False))
     return (F.coalesce(repeats, F.lit(False)) | too_many).cast("int")
 
 
 def message_summary(copies: DataFrame, regions: RegionIndex) -> DataFrame:
-    """One row per message id from ``copy_keys`` rows: everything the report needs.
+    """One row per message id from ``copy_keys`` rows: everything the audit needs.
 
-    ``copies``; ``loop``; ``first_t`` / ``first_r`` / ``first_sequence`` / ``first_copy`` of the
-    first copy; ``origin`` (region number, ``regions.elsewhere`` for an origin outside the
-    audit) and ``origin_t``; per region number i: ``n{i}`` copies there and ``t{i}`` the first
-    one's time.
+    ``loop``; ``origin`` (region number, ``regions.elsewhere`` for an origin outside the audit);
+    per region number i: ``n{i}`` copies there, ``k{i}`` the ordering key of the first of them
+    (null without one) and ``s{i}`` its sequence number; when the region holds two copies
+    enqueued at different times, ``x{i}`` and ``y{i}``, the key and sequence number of the other
+    one; ``listed``, whether these columns list every copy of the message (false with three
+    copies in one region, or two enqueued in the same microsecond). Derived columns: ``Summary``.
 
-    Copies are ordered by one 64-bit key, ``t * regions + r``. Among copies with equal keys
-    (one region, the same microsecond) the first is whichever Spark meets first; both
-    ``min_by`` results come from that same copy, as they share the ordering and its updates.
+    Among copies with equal keys (one region, the same microsecond) the first is whichever
+    Spark meets first; ``k{i}`` and ``s{i}`` come from that same copy, as ``min`` and
+    ``min_by`` share the ordering and its updates.
     """
     count = len(regions)
-    key = F.col("t") * F.lit(count) + F.col("r")
+    region = F.pmod(F.col("key"), F.lit(count))
     per_region = []
-    for index in range(count):
-        here = F.col("r") == index
+    for index in regions.numbers:
+        here = F.when(region == index, F.col("key"))
         per_region += [
-            F.count(F.when(here, 1)).alias(f"n{index}"),
-            F.min(F.when(here, F.col("t"))).alias(f"t{index}"),
+            F.count(here).alias(f"n{index}"),
+            F.min(here).alias(f"k{index}"),
+            F.min_by(SEQUENCE, here).alias(f"s{index}"),
+            F.max(here).alias(f"last_key{index}"),
+            F.max_by(SEQUENCE, here).alias(f"last_sequence{index}"),
         ]
     grouped = copies.groupBy(MESSAGE_ID).agg(
-        F.min(key).alias("first_key"),
-        F.min_by("copy_id", key).alias("first_copy"),
-        F.min_by(SEQUENCE, key).alias("first_sequence"),
         F.max("o").alias("declared_origin"),
-        F.min(F.when(F.col("o").isNull(), key)).alias("published_key"),
+        F.min(F.when(F.col("o").isNull(), F.col("key"))).alias("published_key"),
         F.max("looped").alias("loop"),
         *per_region,
     )
-    first_r = F.pmod(F.col("first_key"), F.lit(count)).cast("int")
-    first_t = F.expr(f"(first_key - pmod(first_key, {count})) div {count}")
     origin = F.coalesce(
         F.col("declared_origin"), F.pmod(F.col("published_key"), F.lit(count)).cast("int")
     )
-    total = sum((F.col(f"n{index}") for index in range(1, count)), F.col("n0"))
-    times = [F.col(f"t{index}") for index in range(count)]
+    columns = []
+    listed = F.lit(True)
+    for index in regions.numbers:
+        copies_here, first, last = F.col(f"n{index}"), F.col(f"k{index}"), F.col(f"last_key{index}")
+        second = (copies_here == 2) & (last != first)
+        columns += [
+            copies_here,
+            first,
+            F.col(f"s{index}"),
+            F.when(second, last).alias(f"x{index}"),
+            F.when(second, F.col(f"last_sequence{index}")).alias(f"y{index}"),
+        ]
+        listed = listed & ((copies_here <= 1) | second)
     return grouped.select(
         MESSAGE_ID,
-        total.alias("copies"),
         (F.col("loop") > 0).alias("loop"),
-        first_t.alias("first_t"),
-        first_r.alias("first_r"),
-        "first_sequence",
-        "first_copy",
         origin.alias("origin"),
-        regions.pick(origin, times).alias("origin_t"),
-        *[F.col(f"{c}{index}") for index in range(count) for c in ("n", "t")],
+        listed.alias("listed"),
+        *columns,
     )
 
 
-def summary_figures(
-    summary: DataFrame, regions: RegionIndex, expect: list[tuple[str, str]]
-) -> dict[str, Any]:
-    """Totals over ``message_summary`` in one pass: counts per region, loops, missing pairs."""
+def _div(dividend: Column, divisor: int) -> Column:
+    """Integer division (exact, unlike a division of doubles, for keys above 2**53)."""
+    return F.call_function("div", dividend, F.lit(divisor))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Columns derived from a ``message_summary`` row (cheap to compute where they are used)."""
+
+    regions: RegionIndex
+
+    def time(self, index: int) -> Column:
+        """The enqueue time in µs of region ``index``'s first copy (null: none there)."""
+        return _div(F.col(f"k{index}") - F.lit(index), len(self.regions))
+
+    def time_of(self, key: Column) -> Column:
+        """The enqueue time in µs of a copy with ordering ``key`` (exact for any sign)."""
+        return _div(key - F.pmod(key, F.lit(len(self.regions))), len(self.regions))
+
+    @property
+    def first_key(self) -> Column:
+        return F.least(*[F.col(f"k{index}") for index in self.regions.numbers])
+
+    @property
+    def first_region(self) -> Column:
+        return F.pmod(self.first_key, F.lit(len(self.regions))).cast("int")
+
+    @property
+    def first_time(self) -> Column:
+        return self.time_of(self.first_key)
+
+    @property
+    def first_sequence(self) -> Column:
+        return self.regions.pick(
+            self.first_region, [F.col(f"s{index}") for index in self.regions.numbers]
+        )
+
+    @property
+    def copies(self) -> Column:
+        return sum((F.col(f"n{index}") for index in self.regions.numbers[1:]), F.col("n0"))
+
+    @property
+    def origin_time(self) -> Column:
+        return self.regions.pick(
+            F.col("origin"), [self.time(index) for index in self.regions.numbers]
+        )
+
+    def lag(self, index: int) -> Column:
+        """Seconds from the origin's first copy to region ``index``'s (null in the origin)."""
+        return F.when(
+            F.col("origin") != index, (self.time(index) - self.origin_time) / F.lit(float(MICROS))
+        )
+
+    def missing(self, index: int, expect: list[tuple[str, str]]) -> Column:
+        """Whether the message should be in region ``index`` and is not.
+
+        With ``expect`` (SRC, DST) pairs, a message originating in SRC must be in DST; without,
+        every region must hold every message (all-active).
+        """
+        absent = F.col(f"n{index}") == 0
+        if not expect:
+            return absent
+        target = self.regions.names[index]
+        sources = [self.regions.names.index(s) for s, t in expect if t == target]
+        if not sources:
+            return F.lit(False)
+        return absent & F.col("origin").isin(sources)
+
+
+# ---------------------------------------------------------------- figures
+
+
+def figure_columns(regions: RegionIndex, expect: list[tuple[str, str]]) -> list[Column]:
+    """Aggregates over ``message_summary`` rows that make the report's totals (one pass, e.g. as
+    ``DataFrame.observe`` metrics of writing ``unique/``; ``Figures`` reads them)."""
+    derived = Summary(regions)
     columns = [
         F.count(F.lit(1)).alias("unique"),
-        F.coalesce(F.sum("copies"), F.lit(0)).alias("total"),
         F.count(F.when(F.col("loop"), 1)).alias("loops"),
+        F.count(F.when(~F.col("listed"), 1)).alias("unlisted"),
     ]
-    for index in range(len(regions)):
+    for index in regions.numbers:
         columns += [
             F.coalesce(F.sum(f"n{index}"), F.lit(0)).alias(f"records{index}"),
             F.count(F.when(F.col(f"n{index}") > 0, 1)).alias(f"held{index}"),
-            F.min(f"t{index}").alias(f"lo{index}"),
-            F.max(f"t{index}").alias(f"hi{index}"),
+            F.count(F.when(derived.missing(index, expect), 1)).alias(f"missing{index}"),
+            F.min(f"k{index}").alias(f"first{index}"),
+            F.max(f"k{index}").alias(f"last{index}"),
         ]
-    for pair, (source, target) in enumerate(expect):
-        absent = (F.col("origin") == regions.names.index(source)) & (
-            F.col(f"n{regions.names.index(target)}") == 0
+    return columns
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The totals of ``figure_columns``, read from their values (a row as a dict)."""
+
+    values: dict[str, Any]
+    regions: RegionIndex
+
+    def __getitem__(self, name: str) -> int:
+        return int(self.values[name])
+
+    @property
+    def total(self) -> int:
+        return sum(self[f"records{index}"] for index in self.regions.numbers)
+
+    @property
+    def time_range(self) -> tuple[int, int] | None:
+        """The earliest and latest first copy in any region, in µs (None: no copies)."""
+        count = len(self.regions)
+        firsts = [self.values[f"first{i}"] for i in self.regions.numbers]
+        lasts = [self.values[f"last{i}"] for i in self.regions.numbers]
+        if all(key is None for key in firsts):
+            return None
+        return (
+            min(key // count for key in firsts if key is not None),
+            max(key // count for key in lasts if key is not None),
         )
-        columns.append(F.count(F.when(absent, 1)).alias(f"absent{pair}"))
-    row = summary.agg(*columns).first()
-    assert row is not None  # a global aggregation always yields one row
-    return row.asDict()
 
-
-def region_report(
-    figures: dict[str, Any], regions: RegionIndex, expect: list[tuple[str, str]]
-) -> dict[str, dict[str, int]]:
-    """Per region: records, distinct messages, in-region duplicates and missing messages.
-
-    With ``expect`` (SRC, DST) pairs, a message originating in SRC must be in DST; without, every
-    region must hold every message (all-active).
-    """
-    report = {}
-    for index, region in enumerate(regions.names):
-        records, held = int(figures[f"records{index}"]), int(figures[f"held{index}"])
-        if expect:
-            missing = sum(
-                int(figures[f"absent{pair}"])
-                for pair, (_, target) in enumerate(expect)
-                if target == region
-            )
-        else:
-            missing = int(figures["unique"]) - held
-        report[region] = {
-            "records": records,
-            "unique_messages": held,
-            "in_region_duplicates": records - held,
-            "missing": missing,
-        }
-    return report
-
-
-def lags(summary: DataFrame, regions: RegionIndex) -> DataFrame:
-    """The lag distribution: per region ``pair`` and ``lag_seconds`` value, how many ``messages``.
-
-    A message counts once for every non-origin region holding it. ``pair`` is
-    ``origin * regions + target`` (numbers are cheaper to group than names; ``pair_name`` turns
-    it into ``"SRC->DST"``). Equal lags are counted together first: enqueue times have
-    millisecond resolution in Azure, so millions of lags take a few thousand values, and the
-    exact percentiles then sort those values instead of every lag.
-    """
-    lag = _per_region(regions, lambda i: (F.col(f"t{i}") - F.col("origin_t")) / F.lit(1e6))
-    rows = summary.select("origin", lag.alias("x")).where(
-        (F.col("x.region") != F.col("origin")) & F.col("x.value").isNotNull()
-    )
-    return (
-        rows.select(
-            (F.col("origin") * F.lit(len(regions)) + F.col("x.region")).alias("pair"),
-            F.col("x.value").alias("lag_seconds"),
-        )
-        .groupBy("pair", "lag_seconds")
-        .agg(F.count(F.lit(1)).alias("messages"))
-    )
+    def region_report(self) -> dict[str, dict[str, int]]:
+        """Per region: records, distinct messages, in-region duplicates and missing messages."""
+        report = {}
+        for index, region in enumerate(self.regions.names):
+            records, held = self[f"records{index}"], self[f"held{index}"]
+            report[region] = {
+                "records": records,
+                "unique_messages": held,
+                "in_region_duplicates": records - held,
+                "missing": self[f"missing{index}"],
+            }
+        return report
 
 
 def pair_name(pair: int, regions: RegionIndex) -> str:
-    """``"SRC->DST"`` of a ``lags`` pair number."""
+    """``"SRC->DST"`` of a pair number ``source * regions + target``."""
     source, target = divmod(pair, len(regions))
     return f"{regions.names[source]}->{regions.names[target]}"
 
 
+# ---------------------------------------------------------------- distributions
+
+
+LAG_BINS_PER_DECADE = 5
+"""Lag histograms use one logarithmic axis for every region pair: 5 bins per power of ten."""
+SMALLEST_LAG_BIN = -3 * LAG_BINS_PER_DECADE
+"""Lags from 0 up to 1.58 ms share the first bin; negative lags (clock skew) have their own."""
+NEGATIVE_LAG_BIN = SMALLEST_LAG_BIN - 1
+
+
+def lag_bin_bounds(index: int) -> tuple[float, float]:
+    """The seconds a lag histogram bin covers (bin ``NEGATIVE_LAG_BIN``: all negative lags)."""
+    if index == NEGATIVE_LAG_BIN:
+        return (-math.inf, 0.0)
+    low = 0.0 if index == SMALLEST_LAG_BIN else 10 ** (index / LAG_BINS_PER_DECADE)
+    return (low, 10 ** ((index + 1) / LAG_BINS_PER_DECADE))
+
+
+def _lag_bin(lag: Column) -> Column:
+    # 1e-9: powers of ten (0.1 s) land in the bin they start, despite log10's rounding.
+    logarithmic = F.floor(F.log10(lag) * F.lit(LAG_BINS_PER_DECADE) + F.lit(1e-9))
+    return (
+        F.when(lag < 0, F.lit(NEGATIVE_LAG_BIN))
+        .otherwise(F.greatest(logarithmic, F.lit(SMALLEST_LAG_BIN)))
+        .cast("int")
+    )
+
+
 @dataclass(frozen=True)
-class LagFigures:
-    """What one aggregation of the lag rows per region pair yields."""
+class TimeAxis:
+    """The timeline's buckets: ``count`` buckets of ``width_us`` µs from ``start_us``."""
 
-    summary: dict[str, dict[str, float | int]]
-    """Per pair name: count, exact p50/p95/p99 and max in seconds (``lag_seconds``)."""
-    ranges: dict[int, tuple[float, float]]
-    """Per pair number: the smallest and largest lag, unrounded (the histograms' bounds)."""
+    start_us: int
+    width_us: int
+    count: int
+
+    NICE_WIDTHS_S = (
+        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30,
+        60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
+    )  # fmt: skip
+
+    @classmethod
+    def spanning(cls, low_us: int, high_us: int, most: int = 120) -> TimeAxis:
+        """At most ``most`` buckets of a round width (1 s, 5 min, ...) aligned to that width."""
+        for seconds in cls.NICE_WIDTHS_S:
+            width = round(seconds * MICROS)
+            start = low_us - low_us % width
+            if (high_us - start) // width < most:
+                break
+        else:
+            width = math.ceil((high_us - low_us + 1) / most / (86400 * MICROS)) * 86400 * MICROS
+            start = low_us - low_us % width
+        return cls(start, width, (high_us - start) // width + 1)
+
+
+@dataclass(frozen=True)
+class Distributions:
+    """Lag percentiles, lag histograms and the timeline, from one pass over the summary."""
+
+    lag_summary: dict[str, dict[str, float | int]]
+    """Per pair name: count, exact p50/p95/p99 and max of the lag in seconds."""
+    lag_histograms: dict[str, dict[int, int]]
+    """Per pair name: messages per lag bin (``lag_bin_bounds``), non-empty bins only."""
+    timeline: dict[str, list[int]]
+    """Per region: messages whose first copy there falls in each ``TimeAxis`` bucket."""
     clock_skew_suspects: int
-    """Replicas enqueued before their origin copy by more than the watermark."""
+    """Replicas enqueued before their origin copy by more than the skew tolerance."""
 
 
-def lag_figures(lag_rows: DataFrame, regions: RegionIndex, watermark_seconds: float) -> LagFigures:
-    """Summary, range and clock skew suspects of every region pair's lags (``lags`` rows)."""
-    rows = (
-        lag_rows.groupBy("pair")
-        .agg(
-            F.sum("messages").alias("count"),
-            F.percentile(
-                "lag_seconds", F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99)), F.col("messages")
-            ).alias("p"),
-            F.min("lag_seconds").alias("min"),
-            F.max("lag_seconds").alias("max"),
-            F.sum(F.when(F.col("lag_seconds") < -watermark_seconds, F.col("messages"))).alias(
-                "skewed"
-            ),
+def distributions(
+    summary: DataFrame, regions: RegionIndex, axis: TimeAxis | None, skew_seconds: float
+) -> Distributions:
+    """Every chart's data and the lag percentiles in one Spark action.
+
+    Each summary row becomes a lag row per region holding the message (but its origin) and a
+    time row per region holding it; one aggregation counts equal rows. The percentiles are then
+    taken over the distinct lags with their counts (Azure enqueue times have millisecond
+    resolution, so millions of lags have a few thousand values); the histograms and the
+    percentiles read the same aggregation (Spark reuses its shuffle).
+    """
+    derived = Summary(regions)
+    count = len(regions)
+    # Lags and buckets first, as columns: each is computed once, not once per use.
+    columns = [F.col("origin")] + [
+        derived.lag(index).alias(f"lag{index}") for index in regions.numbers
+    ]
+    if axis is not None:
+        columns += [
+            F.floor((derived.time(index) - F.lit(axis.start_us)) / F.lit(axis.width_us))
+            .cast("long")
+            .alias(f"bucket{index}")
+            for index in regions.numbers
+        ]
+    items = []
+    for index in regions.numbers:
+        items.append(
+            F.struct(
+                F.lit(0).alias("kind"),
+                (F.col("origin") * F.lit(count) + F.lit(index)).cast("long").alias("group"),
+                F.lit(None).cast("long").alias("bucket"),
+                F.col(f"lag{index}").alias("lag"),
+            )
         )
-        .collect()
-    )
-    summary = {
-        pair_name(int(row["pair"]), regions): {
-            "count": int(row["count"]),
-            "p50": round(float(row["p"][0]), 3),
-            "p95": round(float(row["p"][1]), 3),
-            "p99": round(float(row["p"][2]), 3),
-            "max": round(float(row["max"]), 3),
-        }
-        for row in rows
-    }
-    ranges = {int(row["pair"]): (float(row["min"]), float(row["max"])) for row in rows}
-    skewed = sum(int(row["skewed"] or 0) for row in rows)
-    return LagFigures(dict(sorted(summary.items())), ranges, skewed)
-
-
-def lag_histograms(
-    lag_rows: DataFrame,
-    regions: RegionIndex,
-    ranges: dict[int, tuple[float, float]],
-    bins: int = 20,
-) -> dict[str, dict[str, Any]]:
-    """Per pair name: ``bins`` equal-width lag buckets between the pair's ``ranges``."""
-    if not ranges:
-        return {}
-    low = F.when(F.lit(False), F.lit(None))
-    width = F.when(F.lit(False), F.lit(None))
-    for pair, (lo, hi) in ranges.items():
-        low = low.when(F.col("pair") == pair, F.lit(lo))
-        width = width.when(F.col("pair") == pair, F.lit(max((hi - lo) / bins, 1e-9)))
-    bucket = F.least(F.floor((F.col("lag_seconds") - low) / width), F.lit(bins - 1))
+        if axis is not None:
+            items.append(
+                F.struct(
+                    F.lit(1).alias("kind"),
+                    F.lit(index).cast("long").alias("group"),
+                    F.col(f"bucket{index}").alias("bucket"),
+                    F.lit(None).cast("double").alias("lag"),
+                )
+            )
     rows = (
-        lag_rows.groupBy("pair", bucket.alias("bucket"))
-        .agg(F.sum("messages").alias("messages"))
+        summary.select(*columns)
+        .select(F.explode(F.array(*items)).alias("x"))
+        .select("x.*")
+        .where(F.col("lag").isNotNull() | F.col("bucket").isNotNull())
+    )
+    # Cached (it is small) so that the three readings below aggregate the summary only once.
+    counted = (
+        rows.groupBy("kind", "group", "bucket", "lag").agg(F.count(F.lit(1)).alias("n")).persist()
+    )
+    try:
+        return _distributions_of(counted, regions, axis, skew_seconds)
+    finally:
+        counted.unpersist()
+
+
+def _distributions_of(
+    counted: DataFrame, regions: RegionIndex, axis: TimeAxis | None, skew_seconds: float
+) -> Distributions:
+    lags = counted.where(F.col("kind") == 0)
+    percentiles = lags.groupBy("group").agg(
+        F.lit("lag").alias("part"),
+        F.sum("n").alias("n"),
+        F.percentile("lag", F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99)), F.col("n")).alias("p"),
+        F.max("lag").alias("max"),
+        F.sum(F.when(F.col("lag") < F.lit(-skew_seconds), F.col("n"))).alias("skewed"),
+    )
+    histograms = lags.groupBy("group", _lag_bin(F.col("lag")).cast("long").alias("bucket")).agg(
+        F.lit("histogram").alias("part"), F.sum("n").alias("n")
+    )
+    timeline = counted.where(F.col("kind") == 1).select(
+        F.lit("timeline").alias("part"), "group", "bucket", "n"
+    )
+    collected = (
+        percentiles.unionByName(histograms, allowMissingColumns=True)
+        .unionByName(timeline, allowMissingColumns=True)
         .collect()
     )
-    histograms: dict[int, dict[str, Any]] = {
-        pair: {"lo": lo, "hi": hi, "counts": [0] * bins} for pair, (lo, hi) in ranges.items()
-    }
-    for row in rows:
-        histograms[int(row["pair"])]["counts"][int(row["bucket"])] = int(row["messages"])
-    return dict(sorted((pair_name(pair, regions), h) for pair, h in histograms.items()))
-
-
-def timeline(
-    summary: DataFrame, regions: RegionIndex, figures: dict[str, Any], buckets: int = 60
-) -> dict[str, Any]:
-    """Messages per region per time bucket (by their first copy there), for the chart."""
-    lows = [figures[f"lo{i}"] for i in range(len(regions)) if figures[f"lo{i}"] is not None]
-    highs = [figures[f"hi{i}"] for i in range(len(regions)) if figures[f"hi{i}"] is not None]
-    if not lows:
-        return {"start": None, "bucket_seconds": 0, "series": {}}
-    lo, hi = min(lows), max(highs)
-    width = max((hi - lo) // buckets + 1, 1)
-    arrivals = _per_region(regions, lambda i: F.col(f"t{i}"))
-    points = summary.select(arrivals.alias("x")).where(F.col("x.value").isNotNull())
-    bucket = F.least(F.floor((F.col("x.value") - F.lit(lo)) / F.lit(width)), F.lit(buckets - 1))
-    rows = points.groupBy(F.col("x.region").alias("region"), bucket.alias("bucket")).count()
+    lag_summary: dict[str, dict[str, float | int]] = {}
+    lag_histograms: dict[str, dict[int, int]] = {}
     series: dict[str, list[int]] = {}
-    for row in rows.collect():
-        name = regions.names[int(row["region"])]
-        series.setdefault(name, [0] * buckets)[int(row["bucket"])] = int(row["count"])
-    start = datetime.fromtimestamp(lo / 1e6, UTC).isoformat()
-    return {"start": start, "bucket_seconds": width / 1e6, "series": series}
-
-
-def _per_region(regions: RegionIndex, value: Callable[[int], Column]) -> Column:
-    """Explodes a summary row into one row per region number i: ``region`` and ``value(i)``."""
-    return F.explode(
-        F.array(
-            *[
-                F.struct(F.lit(i).alias("region"), value(i).alias("value"))
-                for i in range(len(regions))
-            ]
-        )
+    skewed = 0
+    for row in collected:
+        if row["part"] == "lag":
+            skewed += int(row["skewed"] or 0)
+            lag_summary[pair_name(int(row["group"]), regions)] = {
+                "count": int(row["n"]),
+                "p50": round(float(row["p"][0]), 3),
+                "p95": round(float(row["p"][1]), 3),
+                "p99": round(float(row["p"][2]), 3),
+                "max": round(float(row["max"]), 3),
+            }
+        elif row["part"] == "histogram":
+            bins = lag_histograms.setdefault(pair_name(int(row["group"]), regions), {})
+            bins[int(row["bucket"])] = int(row["n"])
+        elif axis is not None:
+            name = regions.names[int(row["group"])]
+            series.setdefault(name, [0] * axis.count)[int(row["bucket"])] = int(row["n"])
+    return Distributions(
+        dict(sorted(lag_summary.items())),
+        {pair: dict(sorted(bins.items())) for pair, bins in sorted(lag_histograms.items())},
+        dict(sorted(series.items())),
+        skewed,
     )
+
+
+# ---------------------------------------------------------------- outputs
 
 
 def unique_rows(summary: DataFrame, regions: RegionIndex) -> DataFrame:
@@ -380,45 +541,147 @@ def unique_rows(summary: DataFrame, regions: RegionIndex) -> DataFrame:
     Columns: ``message_id``, ``region``, ``enqueued_time_utc``, ``sequence_number`` (of the first
     copy), ``copies`` (in all regions), ``origin`` (null when outside the audit) and ``loop``.
     """
+    derived = Summary(regions)
     return summary.select(
         MESSAGE_ID,
-        regions.name(F.col("first_r")).alias(REGION),
-        F.timestamp_micros("first_t").alias(ENQUEUED),
-        F.col("first_sequence").alias(SEQUENCE),
-        "copies",
+        regions.name(derived.first_region).alias(REGION),
+        F.timestamp_micros(derived.first_time).alias(ENQUEUED),
+        derived.first_sequence.alias(SEQUENCE),
+        derived.copies.alias("copies"),
         regions.name(F.col("origin")).alias("origin"),
         "loop",
     )
 
 
+def _duplicate_columns(regions: RegionIndex, watermark_seconds: float) -> list[Column]:
+    """``duplicates/`` columns from rows with ``message_id``, ``key``, ``sequence_number`` of a
+    copy and ``first_key`` of its message's first copy."""
+    derived, count = Summary(regions), F.lit(len(regions))
+    time, first_time = derived.time_of(F.col("key")), derived.time_of(F.col("first_key"))
+    return [
+        F.col(MESSAGE_ID),
+        regions.name(F.pmod(F.col("key"), count)).alias(REGION),
+        F.timestamp_micros(time).alias(ENQUEUED),
+        F.col(SEQUENCE),
+        regions.name(F.pmod(F.col("first_key"), count)).alias("first_region"),
+        F.timestamp_micros(first_time).alias("first_enqueued_time_utc"),
+        ((time - first_time) > F.lit(watermark_seconds * MICROS)).alias("late"),
+    ]
+
+
 def duplicate_copies(
-    copies: DataFrame,
     summary: DataFrame,
     regions: RegionIndex,
     watermark_seconds: float,
-    *,
-    hash_join: bool = True,
+    unlisted: DataFrame | None,
 ) -> DataFrame:
-    """``duplicates/``: every copy but the first, from ``copy_keys`` rows.
+    """``duplicates/``: every copy but the first.
 
     Columns: the copy (``message_id``, ``region``, ``enqueued_time_utc``, ``sequence_number``),
     its message's ``first_region`` and ``first_enqueued_time_utc``, and whether it is ``late``
     (more than the watermark after the first copy).
 
-    With ``hash_join`` each partition of ``summary`` is held in a hash table (no sort of the
-    copies); without, Spark plans its own join (a sort-merge join that can spill to disk).
+    Most messages are described by their summary row (``listed``): their duplicates are their
+    first copies in the other regions and their second copies. ``unlisted``
+    (``unlisted_copies``) holds the duplicates of the other messages.
     """
-    firsts = summary.select(MESSAGE_ID, "first_t", "first_r", "first_copy")
-    joined = copies.join(firsts.hint("shuffle_hash") if hash_join else firsts, MESSAGE_ID)
-    late = (F.col("t") - F.col("first_t")) > F.lit(watermark_seconds * 1e6)
-    return joined.where(F.col("copy_id") != F.col("first_copy")).select(
+    derived = Summary(regions)
+    candidates = []
+    for index in regions.numbers:
+        candidates += [
+            F.when(
+                F.col(f"k{index}") != derived.first_key,
+                F.struct(F.col(f"k{index}").alias("key"), F.col(f"s{index}").alias(SEQUENCE)),
+            ),
+            F.when(
+                F.col(f"x{index}").isNotNull(),
+                F.struct(F.col(f"x{index}").alias("key"), F.col(f"y{index}").alias(SEQUENCE)),
+            ),
+        ]
+    listed = (
+        summary.where(F.col("listed"))
+        .select(MESSAGE_ID, derived.first_key.alias("first_key"), F.explode(F.array(*candidates)))
+        .where(F.col("col").isNotNull())
+        .select(MESSAGE_ID, "col.key", F.col(f"col.{SEQUENCE}").alias(SEQUENCE), "first_key")
+    )
+    columns = _duplicate_columns(regions, watermark_seconds)
+    if unlisted is None:
+        return listed.select(*columns)
+    return listed.unionByName(unlisted).select(*columns)
+
+
+UNLISTED_BROADCAST_LIMIT = 1_000_000
+"""Up to this many messages whose copies the summary does not list, their first copies are
+broadcast to find their copies in a second read of the input without shuffling it (about 100
+bytes each in the driver's memory); above it, the copies are shuffled and joined by id."""
+
+
+def unlisted_copies(
+    records: DataFrame, summary: DataFrame, regions: RegionIndex, unlisted_messages: int
+) -> DataFrame:
+    """Every copy but the first of the messages whose copies the summary does not list (three
+    or more in one region, or two in the same microsecond), as rows with ``message_id``,
+    ``key``, ``sequence_number`` and ``first_key`` (``duplicate_copies``), from a second read of
+    the input.
+
+    The first copy is the one with the first key and the first sequence number; copies equal in
+    both (one region, one microsecond, one sequence number) are the same row of ``duplicates/``,
+    so all but one of them are listed.
+    """
+    derived = Summary(regions)
+    firsts = summary.where(~F.col("listed")).select(
         MESSAGE_ID,
-        regions.name(F.col("r")).alias(REGION),
-        F.timestamp_micros("t").alias(ENQUEUED),
-        SEQUENCE,
-        regions.name(F.col("first_r")).alias("first_region"),
-        F.timestamp_micros("first_t").alias("first_enqueued_time_utc"),
-        late.alias("late"),
+        derived.first_key.alias("first_key"),
+        derived.first_sequence.alias("first_sequence"),
+    )
+    if unlisted_messages <= UNLISTED_BROADCAST_LIMIT:
+        firsts = F.broadcast(firsts)
+    joined = copy_times(records, regions).join(firsts, MESSAGE_ID)
+    # Equal copies are counted together (a shuffle of these messages' copies alone); each is
+    # listed as often as it occurs, the first copy once less.
+    columns = [MESSAGE_ID, "key", SEQUENCE, "first_key"]
+    is_first = (F.col("key") == F.col("first_key")) & F.col(SEQUENCE).eqNullSafe(
+        F.col("first_sequence")
+    )
+    counted = joined.groupBy(*columns, is_first.alias("is_first")).agg(F.count(F.lit(1)).alias("n"))
+    listed = F.col("n") - F.col("is_first").cast("long")
+    return (
+        counted.where(listed > 0)
+        .select(*columns, F.explode(F.array_repeat(F.lit(0), listed.cast("int"))))
+        .select(*columns)
+    )
+
+
+def missing_rows(
+    summary: DataFrame, regions: RegionIndex, expect: list[tuple[str, str]]
+) -> DataFrame:
+    """One row per message and region it should be in and is not: ``message_id``, ``region``
+    (where it is missing), ``origin`` and the first copy's ``enqueued_time_utc``."""
+    derived = Summary(regions)
+    where = F.array(
+        *[
+            F.when(derived.missing(index, expect), F.lit(name))
+            for index, name in enumerate(regions.names)
+        ]
+    )
+    return summary.select(
+        MESSAGE_ID,
+        F.explode(where).alias(REGION),
+        regions.name(F.col("origin")).alias("origin"),
+        F.timestamp_micros(derived.first_time).alias(ENQUEUED),
+    ).where(F.col(REGION).isNotNull())
+
+
+def looping_rows(summary: DataFrame, regions: RegionIndex) -> DataFrame:
+    """One row per looping message: ``message_id``, ``origin``, ``copies`` and the first copy's
+    ``region`` and ``enqueued_time_utc``."""
+    derived = Summary(regions)
+    return summary.where(F.col("loop")).select(
+        MESSAGE_ID,
+        regions.name(F.col("origin")).alias("origin"),
+        derived.copies.alias("copies"),
+        regions.name(derived.first_region).alias(REGION),
+        F.timestamp_micros(derived.first_time).alias(ENQUEUED),
     )
 
 

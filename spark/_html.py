@@ -124,10 +124,16 @@ def render(report: dict[str, Any], charts: dict[str, Any]) -> str:
         f"<td>{s['p95']}</td><td>{s['p99']}</td><td>{s['max']}</td></tr>"
         for pair, s in report["lag_seconds"].items()
     )
-    histograms = "".join(_histogram(p, h) for p, h in charts["lag_histograms"].items())
-    timeline = charts["timeline"]
+    dist, axis = charts["distributions"], charts["axis"]
+    histograms = "".join(
+        _histogram(p, {"lo": min(h), "hi": max(h), "counts": list(h.values())})
+        for p, h in dist.lag_histograms.items()
+    )
     arrivals = _lines(
-        timeline["series"], "messages by arrival", timeline["start"], timeline["bucket_seconds"]
+        dist.timeline,
+        "messages by arrival",
+        str(axis.start_us) if axis else None,
+        axis.width_us / 1e6 if axis else 0,
     )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Replication duplicate audit</title>

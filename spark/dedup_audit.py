@@ -15,9 +15,12 @@ Writes ``DIR/unique/`` (parquet, one row per message id: its first copy), ``DIR/
 from __future__ import annotations
 
 import argparse
+import csv
+import itertools
 import json
 import logging
 import re
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -38,7 +41,7 @@ from replication.exit_codes import ExitCode
 from spark import _audit as audit
 from spark._html import render
 from spark._inputs import InputError, read_inputs
-from spark._schema import MESSAGE_ID
+from spark._schema import ENQUEUED, MESSAGE_ID, REGION
 from spark._streaming import deduplicate_stream
 
 logger = logging.getLogger("spark.dedup_audit")
@@ -62,11 +65,6 @@ class AuditResult:
     charts: dict[str, Any]
 
 
-HASH_JOIN_MESSAGES_PER_PARTITION = 1_000_000
-"""Above this many messages per shuffle partition, duplicates are found by a sort-merge join,
-which can spill, instead of a hash table per partition, which must fit in memory."""
-
-
 def run_audit(
     records: DataFrame,
     regions: list[str],
@@ -77,53 +75,55 @@ def run_audit(
     write_unique: bool = True,
 ) -> AuditResult:
     """Every report figure from the normalized records of all regions; writes ``unique/`` (unless
-    not ``write_unique``: the streaming mode writes its own) and ``duplicates/`` under ``output``.
+    not ``write_unique``: the streaming mode writes its own), ``duplicates/`` and, when there
+    are any, ``missing/`` and ``loops/`` under ``output``.
 
-    Two passes over the input: the first reduces every message's copies to one summary row
-    (cached), from which every figure and ``unique/`` come; the second matches each copy with
-    its message's summary to list the duplicates. Both shuffle by message id into the same
-    partitions, so the matching needs no further exchange.
+    The input is shuffled once, by message id, into one summary row per message (cached). Four
+    Spark actions read that summary: writing ``unique/`` (observing every total on the way), the
+    lag percentiles and the charts, writing ``duplicates/`` and writing the missing and looping
+    ids. Only the messages with an in-region duplicate need their copies again: a second read of
+    the input keeps their copies alone.
     """
     started = time.perf_counter()
     index = audit.RegionIndex.of(regions)
-    partitions = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    observed = Observation("input")
-    counted = records.observe(observed, F.count(F.when(~audit.is_valid(), 1)).alias("invalid"))
+    spark = records.sparkSession
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    observed_input = Observation("input")
+    counted = records.observe(
+        observed_input, F.count(F.when(~audit.is_valid(), 1)).alias("invalid")
+    )
     summary = audit.message_summary(
         audit.copy_keys(counted, index).repartition(partitions, MESSAGE_ID), index
     )
-    # Compressing the cached summary's columns took longer than everything read from it saves.
-    with session_conf(records.sparkSession, {_CACHE_COMPRESSED: "false"}):
-        summary.persist()
-    # The lag distribution feeds both the lag figures and the histograms: computed once.
-    lag_rows = audit.lags(summary, index).persist()
+    summary = hold(summary)
     try:
-        figures = audit.summary_figures(summary, index, expect)
-        invalid = int(observed.get["invalid"])
-        total, unique = int(figures["total"]), int(figures["unique"])
+        observed = Observation("figures")
+        figured = summary.observe(observed, *audit.figure_columns(index, expect))
+        if write_unique:
+            write_parquet(audit.unique_rows(figured, index), output / "unique")
+            logger.info("wrote unique/")
+        else:
+            figured.write.format("noop").mode("overwrite").save()
+        figures = audit.Figures(observed.get, index)
+        invalid = int(observed_input.get["invalid"])
+        total, unique = figures.total, figures["unique"]
         logger.info("read %d records (%d invalid, without message id or time)", total, invalid)
         logger.info("%d unique messages, %d duplicate copies", unique, total - unique)
-        regions_report = audit.region_report(figures, index, expect)
+        regions_report = figures.region_report()
         logger.info("missing per region: %s", {r: f["missing"] for r, f in regions_report.items()})
-        lags = audit.lag_figures(lag_rows, index, watermark)
-        charts = {
-            "timeline": audit.timeline(summary, index, figures),
-            "lag_histograms": audit.lag_histograms(lag_rows, index, lags.ranges),
-        }
-        logger.info(
-            "lags of %d region pairs, %d clock skew suspects",
-            len(lags.summary),
-            lags.clock_skew_suspects,
-        )
-        if write_unique:
-            write_parquet(audit.unique_rows(summary, index), output / "unique")
-            logger.info("wrote unique/")
+        time_range = figures.time_range
+        axis = audit.TimeAxis.spanning(*time_range) if time_range else None
+        # The distributions have a few thousand rows: one shuffle partition, not one per core.
+        with session_conf(spark, {"spark.sql.shuffle.partitions": "1"}):
+            distributions = audit.distributions(summary, index, axis, watermark)
+        logger.info("lags of %d region pairs", len(distributions.lag_summary))
         duplicates = audit.duplicate_copies(
-            audit.copy_keys(records, index, replication=False).repartition(partitions, MESSAGE_ID),
             summary,
             index,
             watermark,
-            hash_join=unique <= HASH_JOIN_MESSAGES_PER_PARTITION * partitions,
+            audit.unlisted_copies(records, summary, index, figures["unlisted"])
+            if figures["unlisted"]
+            else None,
         )
         late_observed = Observation("late")
         write_parquet(
@@ -132,27 +132,94 @@ def run_audit(
         )
         late = int(late_observed.get["late"])
         logger.info("wrote duplicates/ (%d late copies)", late)
+        missing_total = sum(region["missing"] for region in regions_report.values())
+        listings = {
+            "missing": write_listing(
+                audit.missing_rows(summary, index, expect), missing_total, output / "missing"
+            ),
+            "loops": write_listing(
+                audit.looping_rows(summary, index), figures["loops"], output / "loops"
+            ),
+        }
     finally:
-        lag_rows.unpersist()
-        summary.unpersist()
+        release(summary)
     report = {
         "total_records": total,
         "unique_messages": unique,
         "duplicate_records": total - unique,
         "regions": {region: regions_report[region] for region in regions},
-        "missing_total": sum(region["missing"] for region in regions_report.values()),
-        "loops": int(figures["loops"]),
-        "lag_seconds": lags.summary,
-        "clock_skew_suspects": lags.clock_skew_suspects,
+        "missing_total": missing_total,
+        "loops": figures["loops"],
+        "lag_seconds": distributions.lag_summary,
+        "clock_skew_suspects": distributions.clock_skew_suspects,
         "late_records": late,
         "invalid_records": invalid,
     }
+    charts = {"distributions": distributions, "axis": axis, "listings": listings}
     logger.info("audit computed in %.1f s", time.perf_counter() - started)
     return AuditResult(report, charts)
 
 
+LISTED_IDS = 100
+"""How many of the missing and looping messages report.html lists (the files hold all)."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Some rows of a CSV listing of message ids and the file that holds all of them."""
+
+    file: Path | None
+    """None when there is nothing to list (and no file)."""
+    rows: list[dict[str, str]]
+    """The first ``LISTED_IDS`` rows, earliest first."""
+
+
+def write_listing(rows: DataFrame, count: int, folder: Path) -> Listing:
+    """Write ``rows`` to ``folder`` as one CSV file, earliest first, when ``count`` > 0;
+    otherwise remove what an earlier audit left there."""
+    if count == 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        return Listing(None, [])
+    ordered = rows.repartition(1).sortWithinPartitions(ENQUEUED, MESSAGE_ID)
+    ordered.write.mode("overwrite").option("header", "true").csv(str(folder))
+    file = next(folder.glob("part-*.csv"))
+    with file.open(newline="") as handle:
+        first = list(itertools.islice(csv.DictReader(handle), LISTED_IDS))
+    logger.info("wrote %s (%d rows)", folder.name, count)
+    return Listing(file, first)
+
+
 _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 _CACHE_COMPRESSED = "spark.sql.inMemoryColumnarStorage.compressed"
+
+
+def hold(frame: DataFrame) -> DataFrame:
+    """Compute ``frame`` now and keep it (memory, spilling to disk) for the reads that follow.
+
+    On a local master the rows are kept as they are (``localCheckpoint``): Spark's columnar
+    cache converts every row into compressed column batches with statistics, which took
+    longer than the aggregation that made the rows (measured at 1M messages: 3.4 s of CPU
+    against 0.4 s). A local checkpoint is not recomputed when an executor is lost, which on a
+    local master is the driver itself; on a cluster the columnar cache is used (uncompressed:
+    compressing it cost more time than it saved), which Spark recomputes after a loss.
+    """
+    if (frame.sparkSession.sparkContext.master or "").startswith("local"):
+        return frame.localCheckpoint(eager=True)
+    with session_conf(frame.sparkSession, {_CACHE_COMPRESSED: "false"}):
+        frame.persist()
+    return frame
+
+
+def release(frame: DataFrame) -> None:
+    """Free what ``hold`` kept."""
+    if frame.is_cached:
+        frame.unpersist()
+        return
+    # A local checkpoint's rows are the blocks of the RDD under its plan; without this they
+    # stay until the driver's garbage collector lets Spark's cleaner find them.
+    plan = frame._jdf.queryExecution().analyzed()
+    if plan.nodeName() == "LogicalRDD":
+        plan.rdd().unpersist(False)
 
 
 @contextmanager
@@ -171,17 +238,24 @@ def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None
                 spark.conf.set(key, earlier)
 
 
+DICTIONARY_COLUMNS = (REGION, "origin", "first_region", "copies")
+"""The outputs' columns with few distinct values: the only ones Parquet dictionary-encodes."""
+
+
 def write_parquet(frame: DataFrame, path: Path) -> None:
     """Write ``frame`` to ``path`` (replacing it), the way the audit's outputs are written.
 
     Times are stored as ``TIMESTAMP_MICROS``, the standard Parquet type, instead of Spark's
-    default legacy ``INT96`` (slower to write). Message ids get no dictionary: they are nearly
-    all distinct, so building one per page is work that Parquet then discards.
+    default legacy ``INT96`` (slower to write). Only ``DICTIONARY_COLUMNS`` get a dictionary:
+    ids, times and sequence numbers are nearly all distinct, so building a dictionary for them
+    per page is work that Parquet then discards.
     """
+    writer = frame.write.mode("overwrite").option("parquet.enable.dictionary", "false")
+    for column in DICTIONARY_COLUMNS:
+        if column in frame.columns:
+            writer = writer.option(f"parquet.enable.dictionary#{column}", "true")
     with session_conf(frame.sparkSession, {_TIMESTAMP_TYPE: "TIMESTAMP_MICROS"}):
-        frame.write.mode("overwrite").option(
-            f"parquet.enable.dictionary#{MESSAGE_ID}", "false"
-        ).parquet(str(path))
+        writer.parquet(str(path))
 
 
 def _size_shuffles_for_local_runs(spark: SparkSession) -> None:

@@ -169,3 +169,19 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+FIGURES: dict[str, object] = {}
+
+
+@pytest.fixture
+def figures() -> dict[str, object]:
+    """Figures an end-to-end test measured, printed at the end of the run (never asserted)."""
+    return FIGURES
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FIGURES:
+        terminalreporter.section("end-to-end figures")
+        for name, value in FIGURES.items():
+            terminalreporter.write_line(f"{name}: {value}")

@@ -42,6 +42,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "patterns": ("patterns", *BOTTOM),
     "replication.topology": ("replication.topology", "patterns", *BOTTOM),
     "replication.runtime": ("replication.runtime", "replication.topology", "patterns", *BOTTOM),
+    "replication.capacity": ("replication.capacity", "replication.topology", "patterns", *BOTTOM),
 }
 SDK_MODULES = ("azure.servicebus", "azure.eventhub", "azure.identity", "azure.keyvault")
 

@@ -15,8 +15,9 @@ survives restarts, a Blob Storage container (Azurite locally).
 - :class:`FailoverPublisher` / :class:`AsyncFailoverPublisher`: send to the active namespace;
   move on their own after an unavailability window; follow the operator's switch.
 - :class:`FailoverConsumer` / :class:`AsyncFailoverConsumer` (Service Bus) and
-  :class:`EventHubFailoverConsumer` (Event Hubs): read from the active namespace and skip what
-  the processed-message log knows.
+  :class:`EventHubFailoverConsumer` / :class:`AsyncEventHubFailoverConsumer` (Event Hubs): read
+  from the active namespace and skip what the processed-message log knows; the Event Hubs
+  consumer translates its checkpoints when it moves (:func:`start_plan`).
 - :class:`FailoverStore`: the Blob Storage container of binding documents and consumer logs.
 - :class:`ProcessedLog`, :func:`origin_of`: the skip helper, for applications that settle
   messages their own way.
@@ -37,7 +38,9 @@ from replication.transport.failover_blobs import (
 )
 
 from ._bindings import BindingDocument, BindingDocumentError, BindingRule, Role
+from ._checkpoints import DEFAULT_SKEW_ALLOWANCE, StartPlan, start_plan
 from ._consumers import AsyncFailoverConsumer, ConsumerCounters, FailoverConsumer
+from ._event_hub_consumer import AsyncEventHubFailoverConsumer, EventHubFailoverConsumer
 from ._follower import DEFAULT_POLL_INTERVAL, BindingFollower
 from ._origin import OriginPosition, origin_of
 from ._processed import Decision, ProcessedLog, Verdict
@@ -46,7 +49,9 @@ from ._publishers import AsyncFailoverPublisher, FailoverPublisher, PublishTimeo
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL",
+    "DEFAULT_SKEW_ALLOWANCE",
     "DEFAULT_UNAVAILABILITY_WINDOW",
+    "AsyncEventHubFailoverConsumer",
     "AsyncFailoverConsumer",
     "AsyncFailoverPublisher",
     "BindingDocument",
@@ -55,6 +60,7 @@ __all__ = [
     "BindingRule",
     "ConsumerCounters",
     "Decision",
+    "EventHubFailoverConsumer",
     "FailoverConsumer",
     "FailoverPublisher",
     "FailoverStore",
@@ -65,7 +71,9 @@ __all__ = [
     "PublishTimeoutError",
     "PublisherCounters",
     "Role",
+    "StartPlan",
     "SwitchInProgressError",
     "Verdict",
     "origin_of",
+    "start_plan",
 ]

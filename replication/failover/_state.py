@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -74,10 +75,17 @@ class ConsumerState:
         self.store = store
         self.client = client
         self.positions: dict[tuple[str, str], PartitionPosition] = {}
+        self.active: str | None = None
+        """The namespace the consumer last read from (persisted: a consumer restarted in the
+        middle of a switch finds out that it still has to translate its positions)."""
+        self._active_changed = False
         self._changed_positions: dict[tuple[str, str], PartitionPosition] = {}
         self._unwritten: list[Entry] = []
         self._generation = 0
         self._records = 0
+        self._lock = (
+            threading.RLock()
+        )  # Event Hubs consumers checkpoint from one thread per partition
         self.failed_writes = 0
 
     def load(self) -> None:
@@ -95,24 +103,42 @@ class ConsumerState:
         self._generation = int(snapshot.get("generation", 0))
         self.log.restore(snapshot.get("log", {}), [record.get("entries", []) for record in records])
         self.positions = {}
+        self.active = None
         for source in [snapshot, *records]:
             for item in source.get("positions", []):
                 position = PartitionPosition.from_list(item)
                 self.positions[(position.namespace, position.partition)] = position
+            if isinstance(source.get("active"), str):
+                self.active = source["active"]
         self._records = len(records)
+
+    def activate(self, namespace: str) -> None:
+        """The consumer reads from ``namespace`` from now on."""
+        with self._lock:
+            self._activate(namespace)
+
+    def _activate(self, namespace: str) -> None:
+        if namespace != self.active:
+            self.active = namespace
+            self._active_changed = True
 
     def advance(self, position: PartitionPosition) -> None:
         """The consumer handled events of a partition up to ``position``."""
         key = (position.namespace, position.partition)
-        self.positions[key] = position
-        self._changed_positions[key] = position
+        with self._lock:
+            self.positions[key] = position
+            self._changed_positions[key] = position
 
     def checkpoint(self) -> bool:
         """Persist what changed since the last checkpoint; False when the store failed (the
         changes are kept and written with the next checkpoint)."""
+        with self._lock:
+            return self._checkpoint()
+
+    def _checkpoint(self) -> bool:
         entries = self._unwritten + self.log.take_journal()
         positions = list(self._changed_positions.values())
-        if self.store is None or (not entries and not positions):
+        if self.store is None or (not entries and not positions and not self._active_changed):
             self._unwritten = []
             self._changed_positions = {}
             return True
@@ -125,6 +151,7 @@ class ConsumerState:
                 record = {
                     "entries": [entry.as_list() for entry in entries],
                     "positions": [position.as_list() for position in positions],
+                    "active": self.active,
                 }
                 self.store.append_state(self.client, self._generation, record)
                 self._records += 1
@@ -141,6 +168,7 @@ class ConsumerState:
             return False
         self._unwritten = []
         self._changed_positions = {}
+        self._active_changed = False
         return True
 
     def _snapshot(self, generation: int) -> dict[str, Any]:
@@ -149,6 +177,7 @@ class ConsumerState:
             "generation": generation,
             "log": self.log.snapshot(),
             "positions": [position.as_list() for position in self.positions.values()],
+            "active": self.active,
         }
 
 

@@ -66,16 +66,19 @@ def app() -> str:
     return f"app-{uuid.uuid4().hex[:8]}"
 
 
-def bind(store: FailoverStore, app: str, **roles: str) -> BindingDocument:
+def bind(
+    store: FailoverStore, app: str, *, pair: list[str] | None = None, **roles: str
+) -> BindingDocument:
     """Bind every client of ``app`` (``publish=``, ``consume=``), as the command does."""
+    names = pair or ["primary", "secondary"]
     with store.switch_lease(app, holder="test") as lease:
         data = lease.read()
         document = (
             BindingDocument.model_validate_json(data)
             if data
-            else new_document(app, ["primary", "secondary"], "primary")
+            else new_document(app, names, names[0])
         )
-        document = document.bound(instance=None, entity=None, default="primary", **roles)
+        document = document.bound(instance=None, entity=None, default=names[0], **roles)
         lease.write(render_bindings(document))
         return document
 

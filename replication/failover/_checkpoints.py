@@ -1,0 +1,118 @@
+"""Event Hubs checkpoint translation: where a consumer group starts in the namespace it moves to.
+
+Offsets and sequence numbers are per event hub; the same event has other ones in the replica
+("to locate a position in a copied event stream, use time-based offsets and refer to the
+propagated service-assigned metadata", Microsoft's Event Hubs federation guidance). A consumer
+moving from namespace A to namespace B therefore gets checkpoints on B computed from what it
+handled on A (:class:`~replication.failover._state.PartitionPosition`: per partition of A, the
+enqueue time at A up to which every event was handled, kept by the consumer because checkpoint
+stores keep no times), and the direction of replication between A and B:
+
+- **B is a replica of A** (failover: replication copies A's events to B). Every event of A
+  enqueued before ``T = min over A's partitions of the handled-through time`` was handled. A
+  replica is enqueued on B after its original was enqueued on A (replication takes time), so on
+  B's clock it carries a time of at least its original's time minus the clock skew between the
+  two namespaces. Every event of B enqueued before ``S = T - skew_allowance`` is therefore the
+  replica of a handled event, as long as the clocks differ by no more than the allowance: B's
+  partitions start at ``S`` (:func:`failover_start`). Replicas between ``S`` and the handled
+  positions are read again, and the processed-message log skips them; an allowance that is too
+  small could skip an unhandled replica, one that is large costs re-reading (``5 s`` by
+  default; Microsoft's guidance: "several seconds"). The property tests in
+  ``tests/unit/failover/test_skip_properties.py`` cover exactly this.
+- **A is a replica of B** (failback: the consumer returns to the namespace whose events were
+  copied to A). B still holds the consumer's checkpoints from before it left, untouched since:
+  it resumes there (:data:`RESUME`). What came after them on B was either handled through its
+  replicas on A (the log skips those) or not handled at all (processed now: events B accepted
+  but had not replicated when it went down are exactly these). Nothing is skipped by position,
+  and nothing older than the consumer's last position on B is read again.
+- Any other pair of namespaces holds unrelated streams: the consumer resumes from B's own
+  checkpoints, or the beginning.
+
+If a partition of A has no handled-through time (the consumer never read it), ``T`` is unknown
+and B is read from the beginning, the log skipping what it knows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+
+from ._processed import from_millis
+from ._state import PartitionPosition
+
+DEFAULT_SKEW_ALLOWANCE = timedelta(seconds=5)
+
+
+class StartKind(enum.StrEnum):
+    BY_TIME = "by-time"
+    """Write B's checkpoints at the last event before :attr:`StartPlan.start`."""
+    RESUME = "resume"
+    """Keep B's own checkpoints (the beginning where there are none)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StartPlan:
+    """How a consumer starts on the namespace it moves to; ``start`` None with ``BY_TIME``:
+    from the beginning of every partition."""
+
+    kind: StartKind
+    start: datetime | None
+    reason: str
+
+
+RESUME = StartKind.RESUME
+
+
+def failover_start(
+    positions: Iterable[PartitionPosition],
+    partition_count: int,
+    skew_allowance: timedelta = DEFAULT_SKEW_ALLOWANCE,
+) -> datetime | None:
+    """``S``: the earliest handled-through time over the source's partitions minus the
+    allowance; None when fewer than ``partition_count`` partitions have a position."""
+    known = list(positions)
+    if not known or len({p.partition for p in known}) < partition_count:
+        return None
+    earliest = min(position.enqueued_millis for position in known)
+    return from_millis(earliest) - skew_allowance
+
+
+def start_plan(
+    source: str,
+    target: str,
+    *,
+    replicated_from: Mapping[str, str],
+    positions: Iterable[PartitionPosition],
+    partition_count: int,
+    skew_allowance: timedelta = DEFAULT_SKEW_ALLOWANCE,
+) -> StartPlan:
+    """How to start on ``target`` after handling events on ``source`` (module docstring).
+    ``replicated_from`` maps each replica namespace to the namespace it is copied from."""
+    if replicated_from.get(target) == source:
+        mine = [p for p in positions if p.namespace == source]
+        start = failover_start(mine, partition_count, skew_allowance)
+        if start is None:
+            reason = f"{source} has no position for every partition: {target} from the beginning"
+        else:
+            reason = (
+                f"{target} copies {source}: from {start.isoformat()} (the earliest position "
+                f"handled on {source} minus the {skew_allowance.total_seconds():g} s allowance)"
+            )
+        return StartPlan(StartKind.BY_TIME, start, reason)
+    if replicated_from.get(source) == target:
+        reason = f"{source} copies {target}: resume at the checkpoints {target} kept"
+    else:
+        reason = f"{source} and {target} are not a replication pair: {target}'s own checkpoints"
+    return StartPlan(RESUME, None, reason)
+
+
+__all__ = [
+    "DEFAULT_SKEW_ALLOWANCE",
+    "RESUME",
+    "StartKind",
+    "StartPlan",
+    "failover_start",
+    "start_plan",
+]

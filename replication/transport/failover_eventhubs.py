@@ -1,0 +1,285 @@
+"""The Event Hubs side of :mod:`replication.failover`: partition readers and start checkpoints.
+
+- :class:`PartitionReaders` runs one ``receive_batch`` per partition of one event hub in one
+  namespace (as the local host does), with the application's checkpoint store: each partition
+  resumes at its checkpoint, or at the beginning when it has none. Every batch, and every empty
+  wait, goes to the consumer's handler together with the partition's last enqueued event (the
+  receiver runtime metric), and the checkpoint is updated at the event the handler returns,
+  *after* the handler returned (so after the consumer persisted its log).
+- :func:`write_start_checkpoints` writes, for every partition of the namespace a consumer moves
+  to, the checkpoint that makes it start at a point in time (see
+  :mod:`replication.failover._checkpoints`): the last event enqueued before that time, found by
+  reading the partition at that time and the event before it.
+- :func:`checkpoint_store`: the SDK's ``BlobCheckpointStore`` on a container (created if
+  missing).
+
+Checkpoints are keyed by the client's host name, port included (what the SDK's event processor
+uses), so two namespaces never share positions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from azure.core.exceptions import AzureError, ResourceExistsError
+from azure.eventhub import EventData, EventHubConsumerClient
+from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
+from azure.storage.blob import ContainerClient
+
+from replication.exceptions import ConfigurationError
+from replication.task_status import describe
+
+from .checkpoints import API_VERSION
+from .connections import NamespaceAccess
+from .failover_channels import CLIENT_RETRIES, event_hub_client
+
+logger = logging.getLogger(__name__)
+
+READ_WAIT_SECONDS = 3.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LastEnqueued:
+    """A partition's newest event when a batch was received (the receiver runtime metric)."""
+
+    sequence: int
+    offset: str
+    enqueued_time: datetime | None
+
+
+CheckpointStore = BlobCheckpointStore
+"""The SDK's blob checkpoint store (named here so that callers need not import the SDK)."""
+ReceivedEvent = EventData
+"""What an Event Hubs failover consumer hands the application."""
+
+BatchHandler = Callable[[str, list[EventData], LastEnqueued | None], EventData | None]
+"""(partition, events, last enqueued) -> the event to checkpoint at, or None."""
+
+
+def checkpoint_store(connection_string: str, container: str) -> BlobCheckpointStore:
+    """The SDK's blob checkpoint store on ``container`` (created when missing)."""
+    try:
+        client = ContainerClient.from_connection_string(
+            connection_string, container, api_version=API_VERSION
+        )
+    except ValueError as error:
+        raise ConfigurationError(f"not a storage connection string: {error}") from None
+    try:
+        client.create_container()
+    except ResourceExistsError:
+        pass
+    except AzureError as error:
+        raise ConfigurationError(
+            f"checkpoint container {container!r}: {describe(error)}"
+        ) from error
+    return BlobCheckpointStore(client.url, container, container_client=client)
+
+
+def _consumer(access: str | NamespaceAccess, hub: str, group: str, **options: Any) -> Any:
+    return event_hub_client(
+        EventHubConsumerClient, access, hub, consumer_group=group, **CLIENT_RETRIES, **options
+    )
+
+
+def host_name(access: str | NamespaceAccess, hub: str, group: str) -> str:
+    """The host name (with port) the event processor keys this namespace's checkpoints by."""
+    client = _consumer(access, hub, group)
+    try:
+        return str(client._address.hostname)
+    finally:
+        client.close()
+
+
+def partition_ids(access: str | NamespaceAccess, hub: str, group: str) -> list[str]:
+    """The partition ids of the event hub (raises the SDK's error when unreachable)."""
+    with _consumer(access, hub, group) as client:
+        return [str(p) for p in client.get_partition_ids()]
+
+
+class PartitionReaders:
+    """Receives every partition of one event hub of one namespace (see the module docstring);
+    stops on :meth:`close`, or when a partition's receive fails (:attr:`error`)."""
+
+    def __init__(
+        self,
+        access: str | NamespaceAccess,
+        hub: str,
+        group: str,
+        store: BlobCheckpointStore,
+        handler: BatchHandler,
+        *,
+        max_batch_size: int = 100,
+        max_wait_time: float = 1.0,
+    ) -> None:
+        self._clients: list[Any] = []
+        self._threads: list[threading.Thread] = []
+        self.error: BaseException | None = None
+        self._handler = handler
+        for partition in partition_ids(access, hub, group):
+            client = _consumer(access, hub, group, checkpoint_store=store)
+            thread = threading.Thread(
+                target=self._run,
+                args=(client, partition, max_batch_size, max_wait_time),
+                name=f"failover-{hub}-p{partition}",
+                daemon=True,
+            )
+            self._clients.append(client)
+            self._threads.append(thread)
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, client: Any, partition: str, max_batch_size: int, max_wait_time: float) -> None:
+        def on_batch(context: Any, events: list[EventData]) -> None:
+            last = _last_enqueued(context.last_enqueued_event_properties)
+            checkpoint_at = self._handler(partition, events, last)
+            if checkpoint_at is not None:
+                context.update_checkpoint(checkpoint_at)
+
+        def on_error(_context: Any, error: Exception) -> None:
+            self.error = self.error or error
+
+        try:
+            client.receive_batch(
+                on_event_batch=on_batch,
+                on_error=on_error,
+                partition_id=partition,
+                max_batch_size=max_batch_size,
+                max_wait_time=max_wait_time,
+                starting_position="-1",
+                track_last_enqueued_event_properties=True,
+            )
+        except Exception as error:
+            self.error = self.error or error
+
+    @property
+    def alive(self) -> bool:
+        return self.error is None and all(thread.is_alive() for thread in self._threads)
+
+    def close(self) -> None:
+        for client in self._clients:
+            try:
+                client.close()
+            except Exception as error:
+                logger.debug("closing a partition reader: %s", describe(error))
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+
+def _last_enqueued(properties: dict[str, Any] | None) -> LastEnqueued | None:
+    if not properties or properties.get("sequence_number") is None:
+        return None
+    return LastEnqueued(
+        int(properties["sequence_number"]),
+        str(properties.get("offset")),
+        properties.get("enqueued_time"),
+    )
+
+
+def _read_one(
+    access: str | NamespaceAccess,
+    hub: str,
+    group: str,
+    partition: str,
+    position: int | datetime,
+    *,
+    inclusive: bool,
+) -> EventData | None:
+    """The first event of ``partition`` at (or after) ``position``, None when there is none."""
+    found: list[EventData] = []
+    failed: list[BaseException] = []
+    done = threading.Event()
+    client = _consumer(access, hub, group)
+
+    def on_batch(_context: Any, events: list[EventData]) -> None:
+        found.extend(events[:1])
+        done.set()
+
+    def on_error(_context: Any, error: Exception) -> None:
+        failed.append(error)
+        done.set()
+
+    worker = threading.Thread(
+        target=client.receive_batch,
+        kwargs={
+            "on_event_batch": on_batch,
+            "on_error": on_error,
+            "partition_id": partition,
+            "starting_position": position,
+            "starting_position_inclusive": inclusive,
+            "max_batch_size": 1,
+            "max_wait_time": READ_WAIT_SECONDS,
+        },
+        daemon=True,
+    )
+    worker.start()
+    try:
+        if not done.wait(READ_WAIT_SECONDS + 30):
+            raise TimeoutError(f"partition {partition}: no answer while reading at {position}")
+    finally:
+        client.close()
+        worker.join(timeout=10)
+    if failed:
+        raise failed[0]
+    return found[0] if found else None
+
+
+def write_start_checkpoints(
+    access: str | NamespaceAccess,
+    hub: str,
+    group: str,
+    store: BlobCheckpointStore,
+    start: datetime | None,
+) -> dict[str, int]:
+    """Make every partition of ``hub`` start at ``start`` (None: the beginning) for
+    ``group``: checkpoints at the last event enqueued before it. Returns the checkpointed
+    sequence number per partition (-1: before the first event)."""
+    host = host_name(access, hub, group)
+    written: dict[str, int] = {}
+    with _consumer(access, hub, group) as client:
+        partitions = [str(p) for p in client.get_partition_ids()]
+        properties = {p: client.get_partition_properties(p) for p in partitions}
+    for partition in partitions:
+        sequence, offset = -1, "-1"
+        last = int(properties[partition]["last_enqueued_sequence_number"])
+        first_kept = int(properties[partition]["beginning_sequence_number"])
+        if start is not None and last >= 0:
+            first = _read_one(access, hub, group, partition, start, inclusive=True)
+            if first is None:  # everything in the partition is older than the start
+                sequence = last
+                offset = str(properties[partition]["last_enqueued_offset"])
+            elif (first.sequence_number or 0) > first_kept:
+                before = _read_one(
+                    access, hub, group, partition, (first.sequence_number or 0) - 1, inclusive=True
+                )
+                if before is not None:
+                    sequence, offset = before.sequence_number or 0, str(before.offset)
+        store.update_checkpoint(
+            {
+                "fully_qualified_namespace": host,
+                "eventhub_name": hub,
+                "consumer_group": group,
+                "partition_id": partition,
+                "sequence_number": sequence,
+                "offset": offset,
+            }
+        )
+        written[partition] = sequence
+    return written
+
+
+__all__ = [
+    "BatchHandler",
+    "CheckpointStore",
+    "LastEnqueued",
+    "PartitionReaders",
+    "ReceivedEvent",
+    "checkpoint_store",
+    "host_name",
+    "partition_ids",
+    "write_start_checkpoints",
+]

@@ -80,7 +80,8 @@ def replicate(namespaces: dict[str, str], copied: set[str]) -> int:
             replica = to_event_data(
                 stamp(envelope, source_namespace=PAIR[0], target_namespace=PAIR[1])
             )
-            sender.send(replica, partition_key=event.partition_key)
+            key = event.partition_key
+            sender.send(replica, partition_key=key.decode() if isinstance(key, bytes) else key)
             copied.add(str(event.message_id))
     return len(fresh)
 

@@ -42,6 +42,7 @@ from ._checkpoints import DEFAULT_SKEW_ALLOWANCE, StartPlan, start_plan
 from ._consumers import AsyncFailoverConsumer, ConsumerCounters, FailoverConsumer
 from ._event_hub_consumer import AsyncEventHubFailoverConsumer, EventHubFailoverConsumer
 from ._follower import DEFAULT_POLL_INTERVAL, BindingFollower
+from ._memory import MemoryFailoverStore
 from ._origin import OriginPosition, origin_of
 from ._processed import Decision, ProcessedLog, Verdict
 from ._publisher import DEFAULT_UNAVAILABILITY_WINDOW, PublisherCounters
@@ -65,6 +66,7 @@ __all__ = [
     "FailoverPublisher",
     "FailoverStore",
     "FailoverStoreError",
+    "MemoryFailoverStore",
     "NamespaceAccess",
     "OriginPosition",
     "ProcessedLog",

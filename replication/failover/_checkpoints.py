@@ -8,17 +8,19 @@ handled on A (:class:`~replication.failover._state.PartitionPosition`: per parti
 enqueue time at A up to which every event was handled, kept by the consumer because checkpoint
 stores keep no times), and the direction of replication between A and B:
 
-- **B is a replica of A** (failover: replication copies A's events to B). Every event of A
-  enqueued before ``T = min over A's partitions of the handled-through time`` was handled. A
-  replica is enqueued on B after its original was enqueued on A (replication takes time), so on
-  B's clock it carries a time of at least its original's time minus the clock skew between the
-  two namespaces. Every event of B enqueued before ``S = T - skew_allowance`` is therefore the
-  replica of a handled event, as long as the clocks differ by no more than the allowance: B's
-  partitions start at ``S`` (:func:`failover_start`). Replicas between ``S`` and the handled
-  positions are read again, and the processed-message log skips them; an allowance that is too
-  small could skip an unhandled replica, one that is large costs re-reading (``5 s`` by
-  default; Microsoft's guidance: "several seconds"). The property tests in
-  ``tests/unit/failover/test_skip_properties.py`` cover exactly this.
+- **B is a replica of A** (failover: replication copies A's events to B). For every partition
+  of A the consumer knows a time ``T_p`` up to which it handled every event: the enqueue time
+  of the last event it handled, or, when a wait for more returned nothing, the consumer host's
+  clock at that moment. A replica is enqueued on B after its original was published on A
+  (replication takes time), so B stamps it no earlier than the original's publication by B's
+  clock. ``S = min_p T_p - skew_allowance`` is therefore a start on B before which every replica
+  is that of a handled event, as long as B's clock lags A's clock and the consumer host's by no
+  more than the allowance: B's partitions start at ``S`` (:func:`failover_start`). Replicas
+  between ``S`` and the handled positions are read again, and the processed-message log skips
+  them; an allowance too small could skip an unhandled replica, one too large costs re-reading
+  (``5 s`` by default; Microsoft's guidance: allow "several seconds" of clock drift). The
+  property tests in ``tests/unit/failover/test_failover_skip_properties.py`` check exactly this
+  condition, and find a dropped event when it does not hold.
 - **A is a replica of B** (failback: the consumer returns to the namespace whose events were
   copied to A). B still holds the consumer's checkpoints from before it left, untouched since:
   it resumes there (:data:`RESUME`). What came after them on B was either handled through its

@@ -10,6 +10,7 @@ imports only those above it; ``tests/unit/test_architecture.py`` checks it):
 - ``replication.topology``: the validated topology file (``load_topology``);
 - ``replication.render``: configuration rendered from the topology (Bicep parameters, az CLI,
   the emulator's config, app settings);
+- ``replication.capacity``: the capacity plan of ``plan --rate`` against each tier's limits;
 - ``replication.telemetry``: metrics and traces through the OpenTelemetry API, and the SDK
   setup of the applications;
 - ``replication.runtime``: a task's pattern run over a batch (``TaskRunner``), behind the

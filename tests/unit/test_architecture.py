@@ -47,6 +47,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "patterns": ("patterns", *BOTTOM),
     "replication.topology": ("replication.topology", "patterns", *BOTTOM),
     "replication.runtime": ("replication.runtime", "replication.topology", "patterns", *BOTTOM),
+    "replication.capacity": ("replication.capacity", "replication.topology", "patterns", *BOTTOM),
     # The heartbeat feature's core (messages, ages, gauge) sits below the transport that reads
     # heartbeats; only its two host wirings (``functions``, ``local``) sit above.
     "replication.heartbeats._": (

@@ -30,9 +30,8 @@ from replication.capacity import Rate, capacity_plan, render
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
 from replication.properties import read_state
-from replication.runtime import TargetSender, TaskRunner
+from replication.runtime import MemoryTarget, TargetSender, TaskRunner
 from replication.topology import Topology, load_topology
-from replication.transport.memory import MemoryTarget
 
 from ._options import add_topology_option
 

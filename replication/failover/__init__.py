@@ -29,24 +29,24 @@ The operator's side is ``python -m replication failover|failback`` (see the READ
 """
 
 from replication.transport.connections import NamespaceAccess
-from replication.transport.failover_blobs import (
+from replication.transport.failover import (
     BlobFailoverStore as FailoverStore,
 )
-from replication.transport.failover_blobs import (
+from replication.transport.failover import (
     FailoverStoreError,
     SwitchInProgressError,
 )
 
 from ._bindings import BindingDocument, BindingDocumentError, BindingRule, Role
 from ._checkpoints import DEFAULT_SKEW_ALLOWANCE, StartPlan, start_plan
-from ._consumers import AsyncFailoverConsumer, ConsumerCounters, FailoverConsumer
-from ._event_hub_consumer import AsyncEventHubFailoverConsumer, EventHubFailoverConsumer
 from ._follower import DEFAULT_POLL_INTERVAL, BindingFollower
 from ._memory import MemoryFailoverStore
 from ._origin import OriginPosition, origin_of
 from ._processed import Decision, ProcessedLog, Verdict
 from ._publisher import DEFAULT_UNAVAILABILITY_WINDOW, PublisherCounters
-from ._publishers import AsyncFailoverPublisher, FailoverPublisher, PublishTimeoutError
+from .consumers import AsyncFailoverConsumer, ConsumerCounters, FailoverConsumer
+from .event_hub_consumer import AsyncEventHubFailoverConsumer, EventHubFailoverConsumer
+from .publishers import AsyncFailoverPublisher, FailoverPublisher, PublishTimeoutError
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL",

@@ -1,7 +1,7 @@
 """The binding document: which namespace each client of one application uses, per role.
 
 One JSON document per application (a blob ``bindings/<app>.json`` in the binding store, see
-:mod:`replication.transport.failover_blobs`) says where the application's publishers send and
+:mod:`replication.transport.failover`) says where the application's publishers send and
 its consumers read. A rule may be narrowed to one instance (``instance``, the client's own
 identity, e.g. a host name) and to one entity; the most specific matching rule wins (instance
 and entity, then instance, then entity, then the application's default rule). Publishers and

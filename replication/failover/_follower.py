@@ -2,7 +2,7 @@
 
 :class:`BindingFollower` reads the application's binding document (see
 :mod:`replication.failover._bindings`) through a :class:`BindingSource` (the Blob Storage adapter
-is :class:`replication.transport.failover_blobs.BlobBindingSource`; tests may use another) and
+is :class:`replication.transport.failover.BlobBindingSource`; tests may use another) and
 resolves the client's namespace for its role.
 
 **How quickly a client follows a switch.** The document is read again when the client asks for

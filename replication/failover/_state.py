@@ -4,7 +4,7 @@
 Event Hubs, the last event handled per (namespace, partition) (:class:`PartitionPosition`: the
 checkpoint translation needs the enqueue times, which checkpoint stores do not keep). It
 persists both through a :class:`StateStore` (Blob Storage:
-:class:`replication.transport.failover_blobs.BlobFailoverStore`), so that a consumer restarted
+:class:`replication.transport.failover.BlobFailoverStore`), so that a consumer restarted
 in the middle of a failover still skips what it processed before:
 
 - :meth:`ConsumerState.checkpoint` appends what changed since the previous checkpoint as one

@@ -32,11 +32,11 @@ from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import ContainerClient
 
 from replication.exceptions import ConfigurationError
-from replication.task_status import describe
+from replication.runtime import describe
 
-from .checkpoints import API_VERSION
-from .connections import NamespaceAccess
-from .failover_channels import CLIENT_RETRIES, event_hub_client
+from ..connections import NamespaceAccess
+from ..eventhubs import API_VERSION
+from ._channels import CLIENT_RETRIES, event_hub_client
 
 logger = logging.getLogger(__name__)
 

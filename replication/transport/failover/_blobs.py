@@ -45,10 +45,10 @@ from azure.core.exceptions import (
 from azure.storage.blob import BlobClient, BlobLeaseClient, ContainerClient, LinearRetry
 
 from replication.exceptions import ConfigurationError, ReplicationError
-from replication.task_status import describe
+from replication.runtime import describe
 
-from .checkpoints import API_VERSION, STORAGE_SETTING
-from .connections import prefixed_credential
+from ..connections import prefixed_credential
+from ..eventhubs import API_VERSION, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
 

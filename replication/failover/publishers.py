@@ -28,10 +28,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from replication.exceptions import ReplicationError, TransientForwardError
 from replication.transport.connections import NamespaceAccess
-from replication.transport.failover_blobs import BlobFailoverStore
-from replication.transport.failover_channels import (
+from replication.transport.failover import (
     AsyncEventHubPublishChannel,
     AsyncServiceBusPublishChannel,
+    BlobFailoverStore,
     EventHubPublishChannel,
     OutgoingMessage,
     ServiceBusPublishChannel,

@@ -38,11 +38,11 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, Protocol
 
-from replication.task_status import describe
+from replication.runtime import describe
 from replication.transport.connections import NamespaceAccess
-from replication.transport.failover_blobs import BlobFailoverStore
-from replication.transport.failover_channels import (
+from replication.transport.failover import (
     AsyncServiceBusConsumeChannel,
+    BlobFailoverStore,
     ReceivedMessage,
     ServiceBusConsumeChannel,
     message_facts,

@@ -37,9 +37,9 @@ from azure.servicebus.exceptions import MessageSizeExceededError
 from replication.envelope import PropertyValue
 from replication.exceptions import ForwardError, PermanentForwardError
 
-from ._properties import decode_properties
-from .connections import NamespaceAccess
-from .errors import translate
+from .._properties import decode_properties
+from ..connections import NamespaceAccess
+from ..errors import translate
 
 CLIENT_RETRIES: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.2}
 """One quick SDK retry (a dropped connection is re-opened at once); longer outages are the

@@ -37,27 +37,27 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime, timedelta
 
-from replication.task_status import describe
+from replication.runtime import describe
 from replication.transport.connections import NamespaceAccess
-from replication.transport.failover_blobs import BlobFailoverStore
-from replication.transport.failover_channels import event_facts
-from replication.transport.failover_eventhubs import (
+from replication.transport.failover import (
+    BlobFailoverStore,
     CheckpointStore,
     LastEnqueued,
     PartitionReaders,
     ReceivedEvent,
     checkpoint_store,
+    event_facts,
     partition_ids,
     write_start_checkpoints,
 )
 
 from ._bindings import Role
 from ._checkpoints import DEFAULT_SKEW_ALLOWANCE, StartKind, start_plan
-from ._consumers import ConsumerCounters, client_key
 from ._follower import DEFAULT_POLL_INTERVAL, BindingFollower
 from ._origin import origin_of
 from ._processed import DEFAULT_MAX_ENTRIES, DEFAULT_RETENTION, ProcessedLog, to_millis
 from ._state import ConsumerState, PartitionPosition
+from .consumers import ConsumerCounters, client_key
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,85 @@
+"""The SDK and Blob Storage side of :mod:`replication.failover` (the decisions live there).
+
+- ``_channels``: one namespace's sender or receiver for the failover publishers and consumers
+  (Service Bus and Event Hubs, sync and asyncio), and the facts the skip helper reads from a
+  received message;
+- ``_blobs``: :class:`BlobFailoverStore`, the container of binding documents (read with
+  ``If-None-Match``, switched under a blob lease) and consumer states (snapshot plus append
+  journal);
+- ``_event_hubs``: partition readers with the application's checkpoint store, and the start
+  checkpoints a consumer gets in the namespace it moves to.
+"""
+
+from ._blobs import (
+    CONTAINER_SETTING,
+    DEFAULT_CONTAINER,
+    LEASE_SECONDS,
+    STORAGE_SETTINGS,
+    BindingLease,
+    BlobFailoverStore,
+    FailoverStoreError,
+    SwitchInProgressError,
+    failover_store_from_settings,
+)
+from ._channels import (
+    CLIENT_RETRIES,
+    AsyncEventHubPublishChannel,
+    AsyncServiceBusConsumeChannel,
+    AsyncServiceBusPublishChannel,
+    EventHubPublishChannel,
+    MessageFacts,
+    OutgoingMessage,
+    ReceivedMessage,
+    ServiceBusConsumeChannel,
+    ServiceBusPublishChannel,
+    ensure_message_id,
+    event_facts,
+    is_single_message,
+    message_facts,
+)
+from ._event_hubs import (
+    BatchHandler,
+    CheckpointStore,
+    LastEnqueued,
+    PartitionReaders,
+    ReceivedEvent,
+    checkpoint_store,
+    host_name,
+    partition_ids,
+    write_start_checkpoints,
+)
+
+__all__ = [
+    "CLIENT_RETRIES",
+    "CONTAINER_SETTING",
+    "DEFAULT_CONTAINER",
+    "LEASE_SECONDS",
+    "STORAGE_SETTINGS",
+    "AsyncEventHubPublishChannel",
+    "AsyncServiceBusConsumeChannel",
+    "AsyncServiceBusPublishChannel",
+    "BatchHandler",
+    "BindingLease",
+    "BlobFailoverStore",
+    "CheckpointStore",
+    "EventHubPublishChannel",
+    "FailoverStoreError",
+    "LastEnqueued",
+    "MessageFacts",
+    "OutgoingMessage",
+    "PartitionReaders",
+    "ReceivedEvent",
+    "ReceivedMessage",
+    "ServiceBusConsumeChannel",
+    "ServiceBusPublishChannel",
+    "SwitchInProgressError",
+    "checkpoint_store",
+    "ensure_message_id",
+    "event_facts",
+    "failover_store_from_settings",
+    "host_name",
+    "is_single_message",
+    "message_facts",
+    "partition_ids",
+    "write_start_checkpoints",
+]

@@ -50,6 +50,14 @@ COMMANDS: dict[str, Command] = {
         "move one task's parked or dead-lettered messages back into replication",
         "replication.cli.redrive",
     ),
+    "failover": Command(
+        "move an application's publishers and consumers to a replica namespace",
+        "replication.cli.failover",
+    ),
+    "failback": Command(
+        "move an application's clients back to the namespace its replica copies",
+        "replication.cli.failover",
+    ),
     "render": Command("generate configuration from the topology", "replication.cli.render"),
     "demo": Command(
         "replicate through the local emulator, then audit the result with Spark",

@@ -6,10 +6,19 @@
 - ``_blobs``: :class:`BlobFailoverStore`, the container of binding documents (read with
   ``If-None-Match``, switched under a blob lease) and consumer states (snapshot plus append
   journal);
+- ``_backlog``: what a switch waits for (replication backlogs, unreplicated MessageIds,
+  messages published directly to a namespace that must drain before a failback);
 - ``_event_hubs``: partition readers with the application's checkpoint store, and the start
   checkpoints a consumer gets in the namespace it moves to.
 """
 
+from ._backlog import (
+    Backlog,
+    direct_messages,
+    last_enqueued,
+    replication_backlog,
+    unreplicated,
+)
 from ._blobs import (
     CONTAINER_SETTING,
     DEFAULT_CONTAINER,
@@ -58,6 +67,7 @@ __all__ = [
     "AsyncEventHubPublishChannel",
     "AsyncServiceBusConsumeChannel",
     "AsyncServiceBusPublishChannel",
+    "Backlog",
     "BatchHandler",
     "BindingLease",
     "BlobFailoverStore",
@@ -74,12 +84,16 @@ __all__ = [
     "ServiceBusPublishChannel",
     "SwitchInProgressError",
     "checkpoint_store",
+    "direct_messages",
     "ensure_message_id",
     "event_facts",
     "failover_store_from_settings",
     "host_name",
     "is_single_message",
+    "last_enqueued",
     "message_facts",
     "partition_ids",
+    "replication_backlog",
+    "unreplicated",
     "write_start_checkpoints",
 ]

@@ -188,6 +188,27 @@ class BlobFailoverStore:
             raise FailoverStoreError(f"state of {client}: {describe(error)}") from error
         return snapshot, [json.loads(line) for line in lines if line.strip()]
 
+    def state_clients(self, prefix: str) -> list[str]:
+        """The client keys with a stored state that start with ``prefix`` (``app/``: every
+        consumer of the application).
+
+        Raises:
+            FailoverStoreError: the store cannot be reached.
+        """
+        try:
+            names = self._container.list_blobs(name_starts_with=f"state/{prefix}")
+            return sorted(
+                {
+                    name.name.removeprefix("state/").rpartition("/")[0]
+                    for name in names
+                    if name.name.endswith("/snapshot.json") or "/journal-" in name.name
+                }
+            )
+        except ResourceNotFoundError:
+            return []
+        except AzureError as error:
+            raise FailoverStoreError(f"states of {prefix}: {describe(error)}") from error
+
     def append_state(self, client: str, generation: int, record: Mapping[str, Any]) -> None:
         """Append one journal record to the journal of ``generation``.
 

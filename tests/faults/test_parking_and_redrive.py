@@ -347,12 +347,19 @@ EVENT_HUB_TOPOLOGY: dict[str, Any] = {
 }
 
 
-def _event(message_id: str | None, body: bytes, properties: dict[str, Any]) -> EventData:
+def _event(message_id: str | None, body: bytes, properties: dict[str | bytes, Any]) -> EventData:
     event = EventData(body)
     if message_id is not None:
         event.message_id = message_id
     event.properties = properties
     return event
+
+
+def _amqp_properties(message_id: str) -> AmqpMessageProperties:
+    properties: AmqpMessageProperties = AmqpMessageProperties(  # type: ignore[no-untyped-call]
+        message_id=message_id
+    )
+    return properties
 
 
 def _read_partition(connection: str, partition: str, count: int) -> list[EventData]:
@@ -403,28 +410,29 @@ def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_
             "oversize": _event("oversize", b"o" * size, {"eid": "oversize"}),
             "anonymous": _event(None, b"a" * size, {"eid": "anonymous"}),
         }
-        unconvertible = {
+        unconvertible: dict[str, EventData | AmqpAnnotatedMessage] = {
             "value": AmqpAnnotatedMessage(
                 value_body="a string value",
                 application_properties={"eid": "value"},
-                properties=AmqpMessageProperties(message_id="value"),
+                properties=_amqp_properties("value"),
             ),
             "sequence": AmqpAnnotatedMessage(
                 sequence_body=[["one", 2]],
                 application_properties={"eid": "sequence"},
-                properties=AmqpMessageProperties(message_id="sequence"),
+                properties=_amqp_properties("sequence"),
             ),
             "map": _event("map", b"{}", {"eid": "map", "tags": {"a": 1}}),
         }
         with EventHubProducerClient.from_connection_string(
             connection, eventhub_name="devices"
         ) as producer:
-            for item in [
+            items: list[EventData | AmqpAnnotatedMessage] = [
                 *(_event(f"good-{i}", b"{}", {"n": i}) for i in range(3)),
                 *unconvertible.values(),
                 *oversize.values(),
                 *(_event(f"good-{i}", b"{}", {"n": i}) for i in range(3, 6)),
-            ]:
+            ]
+            for item in items:
                 batch = producer.create_batch(partition_id="0")
                 batch.add(item)
                 producer.send_batch(batch)
@@ -452,6 +460,7 @@ def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_
             assert properties["eid"] == eid  # the application properties that convert
             assert properties[DEAD_LETTER_SEQUENCE] == event.sequence_number
             assert properties[DEAD_LETTER_PARTITION] == "0"
+            assert event.enqueued_time is not None
             assert properties[DEAD_LETTER_ENQUEUED_TIME] == format_timestamp(event.enqueued_time)
             assert (
                 f"partition 0 sequence {event.sequence_number}" in properties[DEAD_LETTER_ORIGINAL]
@@ -507,6 +516,8 @@ def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_
         assert sorted(set(replicas) - set(delivered)) == sorted(["oversize", anonymous_id])
         for eid, message_id in (("oversize", "oversize"), ("anonymous", anonymous_id)):
             event = by_eid[eid]
+            assert event.enqueued_time is not None
+            assert event.sequence_number is not None
             _assert_replica_is_original(
                 replicas[message_id],
                 {

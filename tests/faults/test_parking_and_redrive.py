@@ -52,7 +52,7 @@ from patterns import DeadLetter
 from replication.cli import main
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_ENQUEUED_TIME,

@@ -25,9 +25,8 @@ from replication.properties import (
     REPL_PATH,
     unparked,
 )
-from replication.runtime import RetryPolicy, TaskRunner
+from replication.runtime import MemoryTarget, RetryPolicy, TaskRunner
 from replication.topology import load_topology, parse_topology
-from replication.transport.memory import MemoryTarget
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -35,7 +35,6 @@ resource hubs 'Microsoft.EventHub/namespaces/eventhubs@2024-01-01' = [for hub in
 
 resource consumerGroups 'Microsoft.EventHub/namespaces/eventhubs/consumergroups@2024-01-01' = [for group in namespace.consumerGroups: {
   name: '${namespace.name}/${group.eventHub}/${group.name}'
-  properties: {}
   dependsOn: [
     hubs
   ]

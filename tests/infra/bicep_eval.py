@@ -123,9 +123,27 @@ class Resource:
     def type_reference(self) -> str:
         return f"{self.type}@{self.api_version}"
 
+    @property
+    def path(self) -> str | Unknown:
+        """The resource's id below ``/providers/``: ``Microsoft.X/a/n1/b/n2``, or below its
+        scope's for an extension resource (``.../providers/Microsoft.Insights/...``)."""
+        scope = self.body.get("scope")
+        if isinstance(self.name, Unknown):
+            if not isinstance(scope, ResourceRef) or "/" in self.type.split("/", 1)[1]:
+                return self.name
+            # An extension resource named by guid(): known by its scope and type.
+            own = _resource_path(self.type, "<guid>")
+        else:
+            own = _resource_path(self.type, *self.name.split("/"))
+        if isinstance(scope, ResourceRef):
+            if isinstance(scope.name, Unknown):
+                return scope.name
+            return f"{_resource_path(scope.type, *scope.name.split('/'))}/providers/{own}"
+        return own
+
 
 @dataclasses.dataclass
-class _ResourceRef:
+class ResourceRef:
     """A resource symbol used in an expression: its name is known, the rest is not."""
 
     symbol: str
@@ -237,6 +255,29 @@ def _json(text: Any) -> Any:
     return json.loads(text)
 
 
+SUBSCRIPTION_ID = "{subscriptionId}"
+RESOURCE_GROUP = "{resourceGroup}"
+"""Placeholders for the deployment's subscription and resource group in the resource ids that
+``subscriptionResourceId`` and ``resourceId`` build: the rest of such an id is known."""
+
+
+def _resource_path(resource_type: str, *names: str) -> str:
+    """``('Microsoft.X/a/b', 'n1', 'n2')`` -> ``'Microsoft.X/a/n1/b/n2'``."""
+    namespace, *types = resource_type.split("/")
+    if len(types) != len(names):
+        raise BicepEvalError(f"{resource_type} takes {len(types)} names, got {len(names)}")
+    return "/".join([namespace, *(f"{t}/{n}" for t, n in zip(types, names, strict=True))])
+
+
+def _subscription_resource_id(resource_type: str, *names: str) -> str:
+    return f"/subscriptions/{SUBSCRIPTION_ID}/providers/{_resource_path(resource_type, *names)}"
+
+
+def _resource_id(resource_type: str, *names: str) -> str:
+    path = _resource_path(resource_type, *names)
+    return f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/{RESOURCE_GROUP}/providers/{path}"
+
+
 # Functions whose result depends only on their arguments: evaluated (an unknown argument makes the
 # result unknown). The others describe the deployment's environment and are unknown here.
 _PURE_FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -251,10 +292,10 @@ _PURE_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "length": len,
     "toLower": str.lower,
     "toUpper": str.upper,
+    "subscriptionResourceId": _subscription_resource_id,
+    "resourceId": _resource_id,
 }
-_ENVIRONMENT_FUNCTIONS = frozenset(
-    {"uniqueString", "guid", "resourceId", "subscriptionResourceId", "tenantResourceId"}
-)
+_ENVIRONMENT_FUNCTIONS = frozenset({"uniqueString", "guid", "tenantResourceId"})
 
 
 @dataclasses.dataclass
@@ -371,7 +412,7 @@ class _Evaluator:
     def member(self, value: Any, key: str, *, safe: bool) -> Any:
         if isinstance(value, Unknown):
             return Unknown(f"{value.what}.{key}")
-        if isinstance(value, _ResourceRef | _ModuleRef):
+        if isinstance(value, ResourceRef | _ModuleRef):
             return value.member(key)
         if value is None and safe:
             return None
@@ -594,13 +635,13 @@ class Deployment:
         for inner, _ in evaluator.iterations(body):
             if inner is None:
                 refs.append(
-                    _ResourceRef(str(symbol), Unknown(f"{symbol} (not deployed)"), type_name)
+                    ResourceRef(str(symbol), Unknown(f"{symbol} (not deployed)"), type_name)
                 )
                 continue
             value = _without_nulls(evaluator.evaluate(inner))
             name = value["name"]
             parent = value.get("parent")
-            if isinstance(parent, _ResourceRef):
+            if isinstance(parent, ResourceRef):
                 if isinstance(parent.name, Unknown) or isinstance(name, Unknown):
                     name = Unknown(f"a child of {parent.symbol}")
                 else:
@@ -609,7 +650,7 @@ class Deployment:
                 Resource(evaluator.scope.file.name, str(symbol), type_name, api_version, name,
                          value, existing)
             )  # fmt: skip
-            refs.append(_ResourceRef(str(symbol), name, type_name))
+            refs.append(ResourceRef(str(symbol), name, type_name))
         evaluator.scope.symbols[str(symbol)] = refs if body.data == "loop" else refs[0]
 
     def _module(self, evaluator: _Evaluator, node: Tree[Token]) -> None:
@@ -637,9 +678,12 @@ def parameter_values(document: Mapping[str, Any]) -> dict[str, Any]:
 
 __all__ = [
     "BICEP_ONLY_KEYS",
+    "RESOURCE_GROUP",
+    "SUBSCRIPTION_ID",
     "BicepEvalError",
     "Deployment",
     "Resource",
+    "ResourceRef",
     "Unknown",
     "parameter_values",
 ]

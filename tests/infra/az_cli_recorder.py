@@ -97,8 +97,6 @@ def _answer(request: requests.PreparedRequest) -> requests.Response:
         if url.path.endswith("/oauth2/v2.0/token"):
             token = {"access_token": "recorded", "token_type": "Bearer", "expires_in": 3600}
             return _response(request, 200, token)
-        if "instance" in url.path and "discovery" in url.path:
-            return _response(request, 200, {"tenant_discovery_endpoint": ""})
         return _response(request, 404, {"error": "not_stubbed", "path": url.path})
     path = url.path.rstrip("/")
     if method == "GET" and path == "/subscriptions":
@@ -110,10 +108,6 @@ def _answer(request: requests.PreparedRequest) -> requests.Response:
             "state": "Enabled",
         }
         return _response(request, 200, {"value": [subscription]})
-    if method == "GET" and path == "/tenants":
-        return _response(
-            request, 200, {"value": [{"tenantId": TENANT, "id": f"/tenants/{TENANT}"}]}
-        )
     _recorded.append({"method": method, "url": request.url, "body": _body(request)})
     if method in {"PUT", "PATCH"}:
         echoed = dict(_body(request) or {})

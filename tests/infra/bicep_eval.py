@@ -316,9 +316,8 @@ class _Scope:
 
 
 class _Evaluator:
-    def __init__(self, scope: _Scope, deployment: Deployment) -> None:
+    def __init__(self, scope: _Scope) -> None:
         self.scope = scope
-        self.deployment = deployment
 
     def lookup(self, name: str) -> Any:
         for frame in reversed(self.scope.locals):
@@ -586,7 +585,7 @@ class Deployment:
                 assert isinstance(value, Tree)
                 variables[str(name)] = value
         scope = _Scope(path, parameters, variables)
-        evaluator = _Evaluator(scope, self)
+        evaluator = _Evaluator(scope)
         for node in declarations:
             assert isinstance(node, Tree)
             if node.data != "param":

@@ -32,7 +32,6 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -104,17 +103,28 @@ def _role_key(path: str, body: dict[str, Any]) -> str:
     return f"{scope}/providers/Microsoft.Authorization/roleAssignments/<{role}>"
 
 
+MESSAGING = ("Microsoft.ServiceBus/", "Microsoft.EventHub/")
+
+
 def bicep_resources(deployment: Deployment) -> dict[str, dict[str, Any]]:
-    """The deployment's resources of the topology's kinds, by id below ``/providers/``."""
+    """The deployment's resources in or on the messaging namespaces (what the topology
+    produces), by id below ``/providers/``; the Function app's resources are left out."""
     found: dict[str, dict[str, Any]] = {}
     for resource in deployment.resources:
         path = resource.path
-        if resource.existing or isinstance(path, Unknown):
+        if resource.existing:
+            continue
+        if isinstance(path, Unknown):
+            # Only resources whose names depend on the deployment (the app, its storage and the
+            # roles on them): never a namespace or an entity, whose names the topology gives.
+            scope = resource.body.get("scope")
+            assert not resource.type.startswith(MESSAGING), resource
+            assert not getattr(scope, "type", "").startswith(MESSAGING), resource
+            continue
+        if not path.startswith(MESSAGING):
             continue
         kind = _kind(path)
-        scope_kind = _kind(path.rsplit("/providers/", 1)[0]) if "/providers/" in path else ""
-        if kind not in TOPOLOGY_KINDS or scope_kind.startswith(("Microsoft.Web", "Microsoft.Key")):
-            continue
+        assert kind in TOPOLOGY_KINDS, path
         body = {k: v for k, v in resource.body.items() if k not in ("name", "scope", "parent",
                                                                       "dependsOn")}  # fmt: skip
         if kind == "Microsoft.Authorization/roleAssignments":
@@ -127,11 +137,6 @@ def bicep_resources(deployment: Deployment) -> dict[str, dict[str, Any]]:
         assert path not in found, f"{path} declared twice"
         found[path] = _normalized(body, kind)
     return found
-
-
-@cache
-def _az_cli() -> Path:
-    return AZ_CLI_PYTHON
 
 
 def az_commands(script: str, directory: Path) -> list[list[str]]:
@@ -158,7 +163,7 @@ def az_commands(script: str, directory: Path) -> list[list[str]]:
 
 def az_requests(commands: list[list[str]], directory: Path) -> list[dict[str, Any]]:
     """What the real az CLI sends for each command (az_cli_recorder.py)."""
-    python = require(_az_cli(), "the Azure CLI environment (.venv-azcli)")
+    python = require(AZ_CLI_PYTHON, "the Azure CLI environment (.venv-azcli)")
     commands_file, output = directory / "commands.jsonl", directory / "requests.json"
     commands_file.write_text("".join(json.dumps(c) + "\n" for c in commands))
     subprocess.run([str(python), str(RECORDER), str(commands_file), str(output)], check=True,

@@ -218,10 +218,14 @@ def _empty(value: Any) -> Any:
 
 
 def _union(*values: Any) -> Any:
+    """Bicep's ``union``: objects merged key by key, nested objects recursively (the later value
+    wins otherwise); arrays concatenated without repeats."""
     if all(isinstance(v, dict) for v in values):
         merged: dict[str, Any] = {}
         for value in values:
-            merged.update(value)
+            for key, item in value.items():
+                both_objects = isinstance(merged.get(key), dict) and isinstance(item, dict)
+                merged[key] = _union(merged[key], item) if both_objects else item
         return merged
     if all(isinstance(v, list) for v in values):
         merged_items: list[Any] = []

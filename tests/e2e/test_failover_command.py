@@ -21,11 +21,11 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
 
 import emulator
-from replication.cli.failover import switch
 from replication.exit_codes import ExitCode
 from replication.failover import FailoverStore, Role, SwitchInProgressError
 from replication.failover._bindings import BindingDocument, parse_bindings
 from replication.failover._plan import Direction, SwitchRefusedError
+from replication.failover.switching import switch
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, load_topology
 from tests.e2e.test_failover_clients import drain

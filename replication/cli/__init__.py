@@ -58,6 +58,10 @@ COMMANDS: dict[str, Command] = {
         "move an application's clients back to the namespace its replica copies",
         "replication.cli.failover",
     ),
+    "drill": Command(
+        "kill a primary, switch, restore, fail back on this machine, and measure it",
+        "replication.cli.drill",
+    ),
     "render": Command("generate configuration from the topology", "replication.cli.render"),
     "demo": Command(
         "replicate through the local emulator, then audit the result with Spark",

@@ -21,6 +21,20 @@ stores keep no times), and the direction of replication between A and B:
   (``5 s`` by default; Microsoft's guidance: allow "several seconds" of clock drift). The
   property tests in ``tests/unit/failover/test_failover_skip_properties.py`` check exactly this
   condition, and find a dropped event when it does not hold.
+
+  B also holds what publishers sent to it *directly*: in a planned failover they move before
+  the consumers, while the consumer still reads A (and A's idle partitions advance its handled
+  positions). Those messages are not replicas of handled events, so ``S`` is also no later than
+  the moment the binding store moved the publishers (the switch record's start, which precedes
+  their move), minus the allowance. A publisher that moves on its own (its unavailability
+  window) does so because A fails it; the consumer's positions on A then stop before that
+  moment, except in a partition that cuts off that publisher but not the consumer: there the
+  operator should move the publishers explicitly (``failover``) before the consumers.
+
+  B's partitions then start at ``S``: the consumer's stale checkpoints on B are removed and its
+  state records ``S`` until the partitions' first checkpoints replace it. (Writing a checkpoint
+  *at* ``S`` would need the offset of the last event before it, two reads per partition that
+  cost seconds of RTO; the start time says the same.)
 - **A is a replica of B** (failback: the consumer returns to the namespace whose events were
   copied to A). B still holds the consumer's checkpoints from before it left, untouched since:
   it resumes there (:data:`RESUME`). What came after them on B was either handled through its
@@ -71,14 +85,18 @@ def failover_start(
     positions: Iterable[PartitionPosition],
     partition_count: int,
     skew_allowance: timedelta = DEFAULT_SKEW_ALLOWANCE,
+    publishers_since: datetime | None = None,
 ) -> datetime | None:
-    """``S``: the earliest handled-through time over the source's partitions minus the
-    allowance; None when fewer than ``partition_count`` partitions have a position."""
+    """``S``: the earliest handled-through time over the source's partitions, or the moment
+    publishers were moved to the target when that is earlier, minus the allowance; None when
+    fewer than ``partition_count`` partitions have a position."""
     known = list(positions)
     if not known or len({p.partition for p in known}) < partition_count:
         return None
-    earliest = min(position.enqueued_millis for position in known)
-    return from_millis(earliest) - skew_allowance
+    earliest = from_millis(min(position.enqueued_millis for position in known))
+    if publishers_since is not None:
+        earliest = min(earliest, publishers_since)
+    return earliest - skew_allowance
 
 
 def start_plan(
@@ -89,18 +107,20 @@ def start_plan(
     positions: Iterable[PartitionPosition],
     partition_count: int,
     skew_allowance: timedelta = DEFAULT_SKEW_ALLOWANCE,
+    publishers_since: datetime | None = None,
 ) -> StartPlan:
     """How to start on ``target`` after handling events on ``source`` (module docstring).
     ``replicated_from`` maps each replica namespace to the namespace it is copied from."""
     if replicated_from.get(target) == source:
         mine = [p for p in positions if p.namespace == source]
-        start = failover_start(mine, partition_count, skew_allowance)
+        start = failover_start(mine, partition_count, skew_allowance, publishers_since)
         if start is None:
             reason = f"{source} has no position for every partition: {target} from the beginning"
         else:
             reason = (
                 f"{target} copies {source}: from {start.isoformat()} (the earliest position "
-                f"handled on {source} minus the {skew_allowance.total_seconds():g} s allowance)"
+                f"handled on {source}, or the publishers' move, minus the "
+                f"{skew_allowance.total_seconds():g} s allowance)"
             )
         return StartPlan(StartKind.BY_TIME, start, reason)
     if replicated_from.get(source) == target:

@@ -81,6 +81,8 @@ class BindingFollower:
         self._lock = threading.Lock()
         self._namespace = self.namespaces[0]
         self._generation: int | None = None
+        self.document: BindingDocument | None = None
+        """The binding document last read and followed (None: none yet)."""
         self._etag: str | None = None
         self._read_at: float | None = None
         self._problem: str | None = None
@@ -128,7 +130,7 @@ class BindingFollower:
                 self._report(f"binding store unreachable: {error}")
                 return self._namespace
             if data is None and etag is None:  # no document: no switch was ever made
-                self._etag, self._generation = None, None
+                self._etag, self._generation, self.document = None, None, None
                 self._use(self.namespaces[0])
             elif data is not None:
                 try:
@@ -153,6 +155,7 @@ class BindingFollower:
             )
             return
         self._generation = document.generation
+        self.document = document
         self._use(resolved)
 
     def _use(self, namespace: str) -> None:

@@ -24,11 +24,12 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
 from replication.exceptions import ReplicationError
 
-from ._processed import Entry, ProcessedLog
+from ._processed import Entry, ProcessedLog, from_millis, to_millis
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,9 @@ class ConsumerState:
         """The namespace the consumer last read from (persisted: a consumer restarted in the
         middle of a switch finds out that it still has to translate its positions)."""
         self._active_changed = False
+        self.starts: dict[str, datetime | None] = {}
+        """Per namespace, the translated start of its partitions that have no checkpoint
+        (None: the beginning), until the next switch replaces it."""
         self._changed_positions: dict[tuple[str, str], PartitionPosition] = {}
         self._unwritten: list[Entry] = []
         self._generation = 0
@@ -104,12 +108,15 @@ class ConsumerState:
         self.log.restore(snapshot.get("log", {}), [record.get("entries", []) for record in records])
         self.positions = {}
         self.active = None
+        self.starts = {}
         for source in [snapshot, *records]:
             for item in source.get("positions", []):
                 position = PartitionPosition.from_list(item)
                 self.positions[(position.namespace, position.partition)] = position
             if isinstance(source.get("active"), str):
                 self.active = source["active"]
+            for name, millis in (source.get("starts") or {}).items():
+                self.starts[str(name)] = None if millis is None else from_millis(int(millis))
         self._records = len(records)
 
     def activate(self, namespace: str) -> None:
@@ -121,6 +128,12 @@ class ConsumerState:
         if namespace != self.active:
             self.active = namespace
             self._active_changed = True
+
+    def start_at(self, namespace: str, start: datetime | None) -> None:
+        """Partitions of ``namespace`` without a checkpoint start at ``start``."""
+        with self._lock:
+            self.starts[namespace] = start
+            self._active_changed = True  # written with the next record
 
     def advance(self, position: PartitionPosition) -> None:
         """The consumer handled events of a partition up to ``position``."""
@@ -152,6 +165,7 @@ class ConsumerState:
                     "entries": [entry.as_list() for entry in entries],
                     "positions": [position.as_list() for position in positions],
                     "active": self.active,
+                    "starts": self._starts_json(),
                 }
                 self.store.append_state(self.client, self._generation, record)
                 self._records += 1
@@ -178,6 +192,12 @@ class ConsumerState:
             "log": self.log.snapshot(),
             "positions": [position.as_list() for position in self.positions.values()],
             "active": self.active,
+            "starts": self._starts_json(),
+        }
+
+    def _starts_json(self) -> dict[str, int | None]:
+        return {
+            name: None if start is None else to_millis(start) for name, start in self.starts.items()
         }
 
 

@@ -41,14 +41,14 @@ from replication.runtime import describe
 from replication.transport.connections import NamespaceAccess
 from replication.transport.failover import (
     BlobFailoverStore,
-    CheckpointStore,
+    ConsumerCheckpoints,
     LastEnqueued,
     PartitionReaders,
     ReceivedEvent,
     checkpoint_store,
+    clear_checkpoints,
     event_facts,
     partition_ids,
-    write_start_checkpoints,
 )
 
 from ._bindings import Role
@@ -78,7 +78,7 @@ class EventHubFailoverConsumer:
         namespaces: Mapping[str, Access],
         hub: str,
         consumer_group: str,
-        checkpoints: CheckpointStore,
+        checkpoints: ConsumerCheckpoints,
         replicated_from: Mapping[str, str],
         skew_allowance: timedelta = DEFAULT_SKEW_ALLOWANCE,
         max_batch_size: int = 100,
@@ -199,6 +199,7 @@ class EventHubFailoverConsumer:
             self.consumer_group,
             self._checkpoints,
             lambda partition, events, last: self._handle(target, handler, partition, events, last),
+            start=self.state.starts.get(target),
             max_batch_size=self.max_batch_size,
             max_wait_time=self.max_wait_time,
         )
@@ -217,17 +218,24 @@ class EventHubFailoverConsumer:
             positions=list(self.state.positions.values()),
             partition_count=count,
             skew_allowance=self.skew_allowance,
+            publishers_since=self._publishers_moved(source, target),
         )
         logger.info("%s: moving from %s to %s: %s", self.hub, source, target, plan.reason)
         if plan.kind is StartKind.BY_TIME:
-            written = write_start_checkpoints(
-                self.namespaces[target],
-                self.hub,
-                self.consumer_group,
-                self._checkpoints,
-                plan.start,
+            removed = clear_checkpoints(
+                self._checkpoints, self.namespaces[target], self.hub, self.consumer_group
             )
-            logger.info("%s: start checkpoints on %s: %s", self.hub, target, written)
+            self.state.start_at(target, plan.start)
+            logger.info("%s: %d stale checkpoints on %s removed", self.hub, removed, target)
+
+    def _publishers_moved(self, source: str, target: str) -> datetime | None:
+        """When the binding store last started moving publishers from source to target."""
+        document = self.follower.document
+        if document is None:
+            return None
+        records = [*document.history, *([document.switch] if document.switch else [])]
+        moves = [r.started_at for r in records if (r.source, r.target) == (source, target)]
+        return max(moves, default=None)
 
     def _handle(
         self,

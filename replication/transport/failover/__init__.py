@@ -8,8 +8,8 @@
   journal);
 - ``_backlog``: what a switch waits for (replication backlogs, unreplicated MessageIds,
   messages published directly to a namespace that must drain before a failback);
-- ``_event_hubs``: partition readers with the application's checkpoint store, and the start
-  checkpoints a consumer gets in the namespace it moves to.
+- ``_event_hubs``: partition readers with the application's checkpoint store (a translated start
+  time where a partition has no checkpoint), and the removal of stale checkpoints.
 """
 
 from ._backlog import (
@@ -45,17 +45,18 @@ from ._channels import (
     event_facts,
     is_single_message,
     message_facts,
+    new_message,
 )
 from ._event_hubs import (
     BatchHandler,
-    CheckpointStore,
+    ConsumerCheckpoints,
     LastEnqueued,
     PartitionReaders,
     ReceivedEvent,
     checkpoint_store,
+    clear_checkpoints,
     host_name,
     partition_ids,
-    write_start_checkpoints,
 )
 
 __all__ = [
@@ -71,7 +72,7 @@ __all__ = [
     "BatchHandler",
     "BindingLease",
     "BlobFailoverStore",
-    "CheckpointStore",
+    "ConsumerCheckpoints",
     "EventHubPublishChannel",
     "FailoverStoreError",
     "LastEnqueued",
@@ -84,6 +85,7 @@ __all__ = [
     "ServiceBusPublishChannel",
     "SwitchInProgressError",
     "checkpoint_store",
+    "clear_checkpoints",
     "direct_messages",
     "ensure_message_id",
     "event_facts",
@@ -92,8 +94,8 @@ __all__ = [
     "is_single_message",
     "last_enqueued",
     "message_facts",
+    "new_message",
     "partition_ids",
     "replication_backlog",
     "unreplicated",
-    "write_start_checkpoints",
 ]

@@ -150,7 +150,12 @@ def last_enqueued(topology: Topology, ref: EntityRef, environ: Mapping[str, str]
     """Per partition of the event hub ``ref``, the newest sequence number (-1: empty)."""
     namespace = topology.namespace(ref.namespace)
     with event_hub_client(
-        EventHubConsumerClient, namespace, ref.entity, environ, **CLIENT_OPTIONS
+        EventHubConsumerClient,
+        namespace,
+        ref.entity,
+        environ,
+        consumer_group="$Default",
+        **CLIENT_OPTIONS,
     ) as client:
         return {
             str(partition): int(

@@ -39,6 +39,7 @@ from azure.core.exceptions import (
     AzureError,
     HttpResponseError,
     ResourceExistsError,
+    ResourceModifiedError,
     ResourceNotFoundError,
     ResourceNotModifiedError,
 )
@@ -126,6 +127,12 @@ class BlobFailoverStore:
             return data, download.properties.etag
         except ResourceNotModifiedError:
             return None, etag
+        except ResourceModifiedError as error:
+            # A 304 that carries the error code ConditionNotMet (Azurite answers so) is mapped
+            # to ResourceModifiedError by the storage SDK; it still means "unchanged".
+            if error.status_code == 304:
+                return None, etag
+            raise FailoverStoreError(f"{self.describe(app)}: {describe(error)}") from error
         except ResourceNotFoundError:
             return None, None
         except AzureError as error:

@@ -53,6 +53,16 @@ ReceivedMessage = ServiceBusReceivedMessage
 """What a Service Bus failover consumer hands the application."""
 
 
+def new_message(kind: str, body: bytes, message_id: str) -> OutgoingMessage:
+    """A message to publish: a ``ServiceBusMessage`` (``kind`` ``servicebus``) or an
+    ``EventData`` (``eventhubs``) with ``message_id`` (for code that imports no SDK)."""
+    if kind == "eventhubs":
+        event = EventData(body)
+        event.message_id = message_id
+        return event
+    return ServiceBusMessage(body, message_id=message_id)
+
+
 def is_single_message(value: object) -> bool:
     """True for one SDK message (as opposed to a sequence of them)."""
     return isinstance(value, ServiceBusMessage | EventData)
@@ -400,6 +410,7 @@ class ServiceBusConsumeChannel:
         label: str,
     ) -> None:
         self.label = label
+        self._opened = False
         self._client = servicebus_client(access, **CLIENT_RETRIES)
         if subscription is None:
             self._receiver = self._client.get_queue_receiver(entity, prefetch_count=0)
@@ -411,6 +422,11 @@ class ServiceBusConsumeChannel:
     def receive(
         self, max_message_count: int, max_wait_time: float
     ) -> list[ServiceBusReceivedMessage]:
+        if not self._opened:
+            # receive_messages counts opening the link against max_wait_time; a short wait
+            # would never get a link open on a slow connection. Entering opens it first.
+            self._receiver.__enter__()
+            self._opened = True
         return self._receiver.receive_messages(
             max_message_count=max_message_count, max_wait_time=max_wait_time
         )
@@ -440,6 +456,7 @@ class AsyncServiceBusConsumeChannel:
         label: str,
     ) -> None:
         self.label = label
+        self._opened = False
         self._client = async_servicebus_client(access, **CLIENT_RETRIES)
         if subscription is None:
             self._receiver = self._client.get_queue_receiver(entity, prefetch_count=0)
@@ -451,6 +468,9 @@ class AsyncServiceBusConsumeChannel:
     async def receive(
         self, max_message_count: int, max_wait_time: float
     ) -> list[ServiceBusReceivedMessage]:
+        if not self._opened:
+            await self._receiver.__aenter__()  # see ServiceBusConsumeChannel.receive
+            self._opened = True
         return await self._receiver.receive_messages(
             max_message_count=max_message_count, max_wait_time=max_wait_time
         )
@@ -485,6 +505,7 @@ __all__ = [
     "event_hub_client",
     "is_single_message",
     "message_facts",
+    "new_message",
     "send_in_batches",
     "send_in_batches_async",
     "servicebus_client",

@@ -1,15 +1,15 @@
-"""The Event Hubs side of :mod:`replication.failover`: partition readers and start checkpoints.
+"""The Event Hubs side of :mod:`replication.failover`: partition readers and their checkpoints.
 
 - :class:`PartitionReaders` runs one ``receive_batch`` per partition of one event hub in one
   namespace (as the local host does), with the application's checkpoint store: each partition
   resumes at its checkpoint, or at the beginning when it has none. Every batch, and every empty
   wait, goes to the consumer's handler together with the partition's last enqueued event (the
   receiver runtime metric), and the checkpoint is updated at the event the handler returns,
-  *after* the handler returned (so after the consumer persisted its log).
-- :func:`write_start_checkpoints` writes, for every partition of the namespace a consumer moves
-  to, the checkpoint that makes it start at a point in time (see
-  :mod:`replication.failover._checkpoints`): the last event enqueued before that time, found by
-  reading the partition at that time and the event before it.
+  *after* the handler returned (so after the consumer persisted its log). A partition without a
+  checkpoint starts at ``start`` (a time, see :mod:`replication.failover._checkpoints`), or at
+  the beginning.
+- :func:`clear_checkpoints` removes a consumer group's checkpoints in one namespace (stale ones,
+  from the consumer's previous time there, that a translated start replaces).
 - :func:`checkpoint_store`: the SDK's ``BlobCheckpointStore`` on a container (created if
   missing).
 
@@ -40,8 +40,6 @@ from ._channels import CLIENT_RETRIES, event_hub_client
 
 logger = logging.getLogger(__name__)
 
-READ_WAIT_SECONDS = 3.0
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class LastEnqueued:
@@ -52,8 +50,14 @@ class LastEnqueued:
     enqueued_time: datetime | None
 
 
-CheckpointStore = BlobCheckpointStore
-"""The SDK's blob checkpoint store (named here so that callers need not import the SDK)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerCheckpoints:
+    """The SDK's blob checkpoint store of a consumer and the container it writes to."""
+
+    store: BlobCheckpointStore
+    container: ContainerClient
+
+
 ReceivedEvent = EventData
 """What an Event Hubs failover consumer hands the application."""
 
@@ -61,7 +65,7 @@ BatchHandler = Callable[[str, list[EventData], LastEnqueued | None], EventData |
 """(partition, events, last enqueued) -> the event to checkpoint at, or None."""
 
 
-def checkpoint_store(connection_string: str, container: str) -> BlobCheckpointStore:
+def checkpoint_store(connection_string: str, container: str) -> ConsumerCheckpoints:
     """The SDK's blob checkpoint store on ``container`` (created when missing)."""
     try:
         client = ContainerClient.from_connection_string(
@@ -77,7 +81,9 @@ def checkpoint_store(connection_string: str, container: str) -> BlobCheckpointSt
         raise ConfigurationError(
             f"checkpoint container {container!r}: {describe(error)}"
         ) from error
-    return BlobCheckpointStore(client.url, container, container_client=client)
+    return ConsumerCheckpoints(
+        BlobCheckpointStore(client.url, container, container_client=client), client
+    )
 
 
 def _consumer(access: str | NamespaceAccess, hub: str, group: str, **options: Any) -> Any:
@@ -110,9 +116,10 @@ class PartitionReaders:
         access: str | NamespaceAccess,
         hub: str,
         group: str,
-        store: BlobCheckpointStore,
+        checkpoints: ConsumerCheckpoints,
         handler: BatchHandler,
         *,
+        start: datetime | None = None,
         max_batch_size: int = 100,
         max_wait_time: float = 1.0,
     ) -> None:
@@ -120,8 +127,9 @@ class PartitionReaders:
         self._threads: list[threading.Thread] = []
         self.error: BaseException | None = None
         self._handler = handler
+        self._start: int | str | datetime = "-1" if start is None else start
         for partition in partition_ids(access, hub, group):
-            client = _consumer(access, hub, group, checkpoint_store=store)
+            client = _consumer(access, hub, group, checkpoint_store=checkpoints.store)
             thread = threading.Thread(
                 target=self._run,
                 args=(client, partition, max_batch_size, max_wait_time),
@@ -150,7 +158,8 @@ class PartitionReaders:
                 partition_id=partition,
                 max_batch_size=max_batch_size,
                 max_wait_time=max_wait_time,
-                starting_position="-1",
+                starting_position=self._start,
+                starting_position_inclusive=True,
                 track_last_enqueued_event_properties=True,
             )
         except Exception as error:
@@ -180,106 +189,27 @@ def _last_enqueued(properties: dict[str, Any] | None) -> LastEnqueued | None:
     )
 
 
-def _read_one(
-    access: str | NamespaceAccess,
-    hub: str,
-    group: str,
-    partition: str,
-    position: int | datetime,
-    *,
-    inclusive: bool,
-) -> EventData | None:
-    """The first event of ``partition`` at (or after) ``position``, None when there is none."""
-    found: list[EventData] = []
-    failed: list[BaseException] = []
-    done = threading.Event()
-    client = _consumer(access, hub, group)
-
-    def on_batch(_context: Any, events: list[EventData]) -> None:
-        found.extend(events[:1])
-        done.set()
-
-    def on_error(_context: Any, error: Exception) -> None:
-        failed.append(error)
-        done.set()
-
-    worker = threading.Thread(
-        target=client.receive_batch,
-        kwargs={
-            "on_event_batch": on_batch,
-            "on_error": on_error,
-            "partition_id": partition,
-            "starting_position": position,
-            "starting_position_inclusive": inclusive,
-            "max_batch_size": 1,
-            "max_wait_time": READ_WAIT_SECONDS,
-        },
-        daemon=True,
-    )
-    worker.start()
-    try:
-        if not done.wait(READ_WAIT_SECONDS + 30):
-            raise TimeoutError(f"partition {partition}: no answer while reading at {position}")
-    finally:
-        client.close()
-        worker.join(timeout=10)
-    if failed:
-        raise failed[0]
-    return found[0] if found else None
-
-
-def write_start_checkpoints(
-    access: str | NamespaceAccess,
-    hub: str,
-    group: str,
-    store: BlobCheckpointStore,
-    start: datetime | None,
-) -> dict[str, int]:
-    """Make every partition of ``hub`` start at ``start`` (None: the beginning) for
-    ``group``: checkpoints at the last event enqueued before it. Returns the checkpointed
-    sequence number per partition (-1: before the first event)."""
-    host = host_name(access, hub, group)
-    written: dict[str, int] = {}
-    with _consumer(access, hub, group) as client:
-        partitions = [str(p) for p in client.get_partition_ids()]
-        properties = {p: client.get_partition_properties(p) for p in partitions}
-    for partition in partitions:
-        sequence, offset = -1, "-1"
-        last = int(properties[partition]["last_enqueued_sequence_number"])
-        first_kept = int(properties[partition]["beginning_sequence_number"])
-        if start is not None and last >= 0:
-            first = _read_one(access, hub, group, partition, start, inclusive=True)
-            if first is None:  # everything in the partition is older than the start
-                sequence = last
-                offset = str(properties[partition]["last_enqueued_offset"])
-            elif (first.sequence_number or 0) > first_kept:
-                before = _read_one(
-                    access, hub, group, partition, (first.sequence_number or 0) - 1, inclusive=True
-                )
-                if before is not None:
-                    sequence, offset = before.sequence_number or 0, str(before.offset)
-        store.update_checkpoint(
-            {
-                "fully_qualified_namespace": host,
-                "eventhub_name": hub,
-                "consumer_group": group,
-                "partition_id": partition,
-                "sequence_number": sequence,
-                "offset": offset,
-            }
-        )
-        written[partition] = sequence
-    return written
+def clear_checkpoints(
+    checkpoints: ConsumerCheckpoints, access: str | NamespaceAccess, hub: str, group: str
+) -> int:
+    """Delete the consumer group's checkpoints of ``hub`` in this namespace (the SDK's blob
+    names, ``<host>/<hub>/<group>/checkpoint/<partition>`` in lower case, from
+    ``BlobCheckpointStore.update_checkpoint``); returns how many there were."""
+    prefix = f"{host_name(access, hub, group)}/{hub}/{group}/checkpoint/".lower()
+    names = [blob.name for blob in checkpoints.container.list_blobs(name_starts_with=prefix)]
+    for name in names:
+        checkpoints.container.delete_blob(name)
+    return len(names)
 
 
 __all__ = [
     "BatchHandler",
-    "CheckpointStore",
+    "ConsumerCheckpoints",
     "LastEnqueued",
     "PartitionReaders",
     "ReceivedEvent",
     "checkpoint_store",
+    "clear_checkpoints",
     "host_name",
     "partition_ids",
-    "write_start_checkpoints",
 ]

@@ -55,3 +55,10 @@ def test_failback_and_unrelated_namespaces_resume_their_own_checkpoints() -> Non
         "primary", "elsewhere", replicated_from=PAIR, positions=[], partition_count=2
     )
     assert other.kind is StartKind.RESUME
+
+
+def test_publishers_moved_before_the_consumer_pull_the_start_back() -> None:
+    positions = [handled("primary", "0", 30), handled("primary", "1", 40)]
+    moved = T0 + timedelta(seconds=12)
+    start = failover_start(positions, 2, timedelta(seconds=5), publishers_since=moved)
+    assert start == T0 + timedelta(seconds=7)

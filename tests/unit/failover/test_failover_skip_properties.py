@@ -5,16 +5,18 @@ secondary with the processed-message log (:class:`~replication.failover.Processe
 
 - **Service Bus**: replicas reach the secondary in any order, some twice (a replication send
   whose acknowledgement was lost), before or after the switch; the consumer reads them all.
-- **Event Hubs**: events in partitions, clocks of the primary, the secondary and the consumer's
-  host that disagree, replication lag, replicas spread over the secondary's partitions, and the
-  consumer on the primary stopped at any point of each partition (some idle, some behind). On
-  the secondary it starts each partition at the time
+- **Event Hubs**: events in partitions, clocks of the primary, the secondary, the consumer's
+  host and the operator's host that disagree, replication lag, replicas spread over the
+  secondary's partitions, publishers moved to the secondary before the consumer (their messages
+  there direct, not replicas), and the consumer on the primary stopped at any point of each
+  partition (some idle, some behind). On the secondary it starts each partition at the time
   :func:`~replication.failover._checkpoints.failover_start` computes, then the log decides.
 
 In both, for any interleaving: every message is processed at least once; a message processed
 twice is always one the log flagged as unverified (it had let its entry go); and with a log that
 holds everything, nothing is processed twice. The Event Hubs model holds whenever the secondary's
-clock lags the primary's and the consumer host's by no more than the skew allowance; a last test
+clock lags the primary's, the consumer host's and the operator host's by no more than the skew
+allowance; a last test
 shows that with a smaller allowance hypothesis finds a message that would be dropped.
 """
 
@@ -134,7 +136,10 @@ def event_hub_scenarios(draw: st.DrawFn) -> dict[str, object]:
             )
         )
     switch = clock + draw(st.integers(0, 3000))
-    skews = {name: draw(st.integers(-10_000, 10_000)) for name in ("primary", "secondary", "host")}
+    # Publishers move to the secondary before the consumer (a planned failover) or with it.
+    moved = switch - draw(st.integers(0, 6000))
+    names = ("primary", "secondary", "host", "operator")
+    skews = {name: draw(st.integers(-10_000, 10_000)) for name in names}
     progress = [draw(st.floats(0, 1)) for _ in range(partitions)]
     idle_at = [draw(st.floats(0, 1)) for _ in range(partitions)]
     allowance = draw(st.integers(0, 25_000))
@@ -145,6 +150,7 @@ def event_hub_scenarios(draw: st.DrawFn) -> dict[str, object]:
         "replica_partitions": replica_partitions,
         "events": events,
         "switch": switch,
+        "moved": moved,
         "skews": skews,
         "progress": progress,
         "idle_at": idle_at,
@@ -158,6 +164,7 @@ def run_event_hubs(scenario: dict[str, object]) -> Outcome:
     events: list[Event] = scenario["events"]  # type: ignore[assignment]
     skews: dict[str, int] = scenario["skews"]  # type: ignore[assignment]
     switch: int = scenario["switch"]  # type: ignore[assignment]
+    moved: int = scenario["moved"]  # type: ignore[assignment]
     partitions: int = scenario["partitions"]  # type: ignore[assignment]
     log = ProcessedLog(max_entries=scenario["capacity"])  # type: ignore[arg-type]
     processed: Counter[str] = Counter()
@@ -169,7 +176,7 @@ def run_event_hubs(scenario: dict[str, object]) -> Outcome:
     # may have had an idle wait (position: the host's clock then).
     positions = []
     for partition in range(partitions):
-        mine = [e for e in events if e.partition == partition and e.published <= switch]
+        mine = [e for e in events if e.partition == partition and e.published <= moved]
         done = round(scenario["progress"][partition] * len(mine))  # type: ignore[index]
         for event in mine[:done]:
             processed[event.name] += 1
@@ -186,24 +193,29 @@ def run_event_hubs(scenario: dict[str, object]) -> Outcome:
             last_time = to_millis(moment(primary_time(last)))
             positions.append(PartitionPosition("primary", str(partition), 0, "0", last_time))
     allowance = timedelta(milliseconds=scenario["allowance"])  # type: ignore[arg-type]
-    start = failover_start(positions, partitions, allowance)
+    # The binding store recorded the publishers' move (the operator host's clock).
+    recorded = moment(moved + skews["operator"])
+    start = failover_start(positions, partitions, allowance, publishers_since=recorded)
 
     # The secondary: replicas of every primary event (some copied after the switch), and
     # events published there directly after the switch; each partition in enqueue order.
     replicas: list[tuple[int, int, str, OriginPosition]] = []
+    direct = []
     for event in events:
-        if event.published > switch:
+        if event.published > moved:  # sent to the secondary directly
+            secondary_time = event.published + skews["secondary"]
+            origin = OriginPosition("secondary", moment(secondary_time), None)
+            direct.append((event.replica_partition, secondary_time, event.name, origin))
             continue
         origin = OriginPosition("primary", moment(primary_time(event)), None)
         secondary_time = event.copied + skews["secondary"]
         replicas.append((event.replica_partition, secondary_time, event.name, origin))
-    direct = []
+    replica_partitions: int = scenario["replica_partitions"]  # type: ignore[assignment]
     for index in range(scenario["after"]):  # type: ignore[call-overload]
         secondary_time = switch + 1 + index + skews["secondary"]
         origin = OriginPosition("secondary", moment(secondary_time), None)
-        replica_partitions: int = scenario["replica_partitions"]  # type: ignore[assignment]
         direct.append((index % replica_partitions, secondary_time, f"d{index}", origin))
-    expected = {e.name for e in events if e.published <= switch} | {d[2] for d in direct}
+    expected = {e.name for e in events} | {d[2] for d in direct}
     for _, secondary_time, name, origin in sorted(replicas + direct, key=lambda r: (r[0], r[1])):
         if start is not None and moment(secondary_time) < start:
             continue  # before the translated checkpoint: never read
@@ -214,8 +226,10 @@ def run_event_hubs(scenario: dict[str, object]) -> Outcome:
 
 
 def within_allowance(scenario: dict[str, object]) -> bool:
+    """The secondary's clock lags no other clock (primary, consumer host, operator host) by
+    more than the allowance."""
     skews: dict[str, int] = scenario["skews"]  # type: ignore[assignment]
-    lag = max(skews["primary"] - skews["secondary"], skews["host"] - skews["secondary"])
+    lag = max(skews[name] for name in ("primary", "host", "operator")) - skews["secondary"]
     return lag <= scenario["allowance"]  # type: ignore[operator]
 
 

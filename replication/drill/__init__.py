@@ -1,0 +1,21 @@
+"""The failover drill: ``python -m replication drill`` (see :mod:`replication.drill._drill`).
+
+- ``_processes``: one emulator process per namespace (killable), Azurite, the replicator;
+- ``_apps``: the sample applications, written with :mod:`replication.failover`;
+- ``_figures``: published, consumed, lost, RTO, duplicates and switch times per phase;
+- ``_drill``: the drill itself, :func:`run_drill`.
+"""
+
+from ._drill import DrillReport, DrillSettings, Pick, pick_applications, run_drill
+from ._figures import Done, PhaseFigures, phase_figures
+
+__all__ = [
+    "Done",
+    "DrillReport",
+    "DrillSettings",
+    "PhaseFigures",
+    "Pick",
+    "phase_figures",
+    "pick_applications",
+    "run_drill",
+]

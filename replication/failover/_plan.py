@@ -6,8 +6,8 @@ active-passive guidance, made explicit:
 
 - **Planned failover** (to a namespace the current one replicates to): move the publishers;
   wait until they have followed (``settle``: their binding poll interval); wait until
-  replication has copied everything (the tasks' source backlog is 0 and, with heartbeats on, a
-  heartbeat sent after the publishers moved has arrived); move the consumers. The consumers then
+  replication has copied everything (the tasks' source backlog is 0: a message leaves it only
+  once the replicator has sent it to the target); move the consumers. The consumers then
   find every message either processed or on the target, where their log skips the first kind.
 - **Planned failback** (to the namespace the current one is a replica of): move the publishers;
   wait until they have followed; wait until the current namespace has drained, i.e. nothing
@@ -228,7 +228,7 @@ def _steps(plan: SwitchPlan, current: tuple[str, str], settle: timedelta) -> lis
         tasks = ", ".join(plan.replication_tasks)
         steps.append(
             f"wait until replication {plan.source} -> {plan.target} has copied everything "
-            f"(backlog 0 in {tasks}; a heartbeat newer than the publishers' move, when enabled)"
+            f"(backlog 0 in {tasks})"
         )
     else:
         drained = ", ".join(ref.describe() for ref in plan.drain) or "(nothing consumed there)"

@@ -23,14 +23,7 @@ from typing import TextIO
 from replication.exit_codes import ExitCode
 from replication.runtime import describe
 from replication.topology import NamespaceKind, Topology
-from replication.transport.failover import (
-    BindingLease,
-    BlobFailoverStore,
-    direct_messages,
-    last_enqueued,
-    replication_backlog,
-    unreplicated,
-)
+from replication.transport.failover import BacklogReader, BindingLease, BlobFailoverStore
 
 from ._bindings import (
     BindingDocument,
@@ -89,13 +82,17 @@ def switch(
         print(f"  {number}. {step}", file=out)
     if plan.source == plan.target:
         return ExitCode.OK
-    runner = _Switch(plan, topology, store, environ, out, sleep)
-    runner.report_figures()
-    if dry_run:
-        print("dry run: nothing changed", file=out)
-        return ExitCode.OK
-    with store.switch_lease(app, holder=_holder()) as lease:
-        return runner.execute(lease, settle=settle, timeout=timeout)
+    reader = BacklogReader(topology, environ)
+    try:
+        runner = _Switch(plan, topology, store, reader, out, sleep)
+        runner.report_figures()
+        if dry_run:
+            print("dry run: nothing changed", file=out)
+            return ExitCode.OK
+        with store.switch_lease(app, holder=_holder()) as lease:
+            return runner.execute(lease, settle=settle, timeout=timeout)
+    finally:
+        reader.close()
 
 
 def _holder() -> str:
@@ -110,14 +107,14 @@ class _Switch:
         plan: SwitchPlan,
         topology: Topology,
         store: BlobFailoverStore,
-        environ: Mapping[str, str],
+        reader: BacklogReader,
         out: TextIO,
         sleep: Callable[[float], None],
     ) -> None:
         self.plan = plan
         self.topology = topology
         self.store = store
-        self.environ = environ
+        self.reader = reader
         self.out = out
         self.sleep = sleep
         self.started = time.monotonic()
@@ -138,35 +135,19 @@ class _Switch:
                 self.say(f"published directly to {where} and not consumed yet: {count}")
 
     def _backlogs(self) -> dict[str, object]:
-        tasks = self.plan.replication_tasks + self._heartbeat_tasks()
-        try:
-            found = replication_backlog(self.topology, tasks, self.environ)
-        except Exception as error:
-            return dict.fromkeys(tasks, f"unknown ({describe(error)})")
-        return {task: found.get(task, "unknown") for task in tasks}
-
-    def _heartbeat_tasks(self) -> tuple[str, ...]:
-        if not self.topology.heartbeats.enabled:
-            return ()
-        entity = self.topology.heartbeats.entity
-        return tuple(
-            task.name
-            for task in self.topology.tasks
-            if task.source.entity == entity
-            and task.source.namespace == self.plan.source
-            and task.targets[0].namespace == self.plan.target
-        )
+        backlogs: dict[str, object] = {}
+        for task in self.plan.replication_tasks:
+            try:
+                backlogs[task] = self.reader.backlog(task)
+            except Exception as error:
+                backlogs[task] = f"unknown ({describe(error)})"
+        return backlogs
 
     def _direct(self) -> dict[str, object]:
-        refs = tuple(
-            ref
-            for ref in self.plan.drain
-            if self.topology.namespace(ref.namespace).kind is NamespaceKind.SERVICEBUS
-        )
         try:
-            return dict(direct_messages(self.topology, refs, self.environ))
+            return dict(self.reader.direct_messages(self.plan.drain))
         except Exception as error:
-            return {ref.describe(): f"unknown ({describe(error)})" for ref in refs}
+            return {ref.describe(): f"unknown ({describe(error)})" for ref in self.plan.drain}
 
     # -- the switch --------------------------------------------------------------------------
 
@@ -291,7 +272,7 @@ class _Switch:
             return total
         for task in plan.replication_tasks:
             try:
-                ids, partitions = unreplicated(self.topology, task, self.environ)
+                ids, partitions = self.reader.unreplicated(task)
             except Exception as error:
                 self.say(
                     f"{task}: {plan.source} cannot be read ({describe(error)}): what it accepted "
@@ -343,7 +324,7 @@ class _Switch:
             for ref in self.plan.drain
             if self.topology.namespace(ref.namespace).kind is NamespaceKind.EVENTHUBS
         ]
-        marks = {ref.entity: last_enqueued(self.topology, ref, self.environ) for ref in hubs}
+        marks = {ref.entity: self.reader.last_enqueued(ref) for ref in hubs}
 
         def check() -> tuple[bool, str]:
             direct = self._direct()

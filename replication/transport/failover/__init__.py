@@ -12,13 +12,7 @@
   time where a partition has no checkpoint), and the removal of stale checkpoints.
 """
 
-from ._backlog import (
-    Backlog,
-    direct_messages,
-    last_enqueued,
-    replication_backlog,
-    unreplicated,
-)
+from ._backlog import Backlog, BacklogReader
 from ._blobs import (
     CONTAINER_SETTING,
     DEFAULT_CONTAINER,
@@ -69,6 +63,7 @@ __all__ = [
     "AsyncServiceBusConsumeChannel",
     "AsyncServiceBusPublishChannel",
     "Backlog",
+    "BacklogReader",
     "BatchHandler",
     "BindingLease",
     "BlobFailoverStore",
@@ -86,16 +81,12 @@ __all__ = [
     "SwitchInProgressError",
     "checkpoint_store",
     "clear_checkpoints",
-    "direct_messages",
     "ensure_message_id",
     "event_facts",
     "failover_store_from_settings",
     "host_name",
     "is_single_message",
-    "last_enqueued",
     "message_facts",
     "new_message",
     "partition_ids",
-    "replication_backlog",
-    "unreplicated",
 ]

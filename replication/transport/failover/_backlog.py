@@ -1,143 +1,194 @@
 """What a switch waits for, read with the data-plane SDKs: backlogs, unreplicated messages, drain.
 
-- :func:`replication_backlog`: per task, the messages its source still holds (Service Bus, by
-  peeking) or the events after its checkpoints (Event Hubs, from ``AzureWebJobsStorage``), as
-  ``python -m replication status`` reads them (:func:`replication.transport.status.read_status`).
-- :func:`unreplicated` names them: the MessageIds waiting in a Service Bus task's source (at
-  most ``cap``); for an event hub source the count per partition (events are not listed).
-- :func:`direct_messages`: in the queues and subscriptions an application reads, the messages
-  published *directly* to that namespace (no ``repl-origin``): what a failback must let the
-  consumers drain, since replication does not copy them back.
-- :func:`last_enqueued`: per partition of an event hub, the newest sequence number.
+:class:`BacklogReader` keeps one client (and one peek receiver per entity) per namespace for
+the length of a switch, which polls once a second:
 
-Peeking settles nothing and costs no delivery count. Every function raises the SDK's error when
-a namespace cannot be read; the command reports it.
+- :meth:`~BacklogReader.backlog`: what a task's source still holds, i.e. has not replicated:
+  for a Service Bus source the messages in the queue or subscription it reads (by peeking,
+  locked ones included, up to ``cap``); for an event hub source the events after the task's
+  checkpoints in ``AzureWebJobsStorage`` (what the local host and the Functions host write);
+- :meth:`~BacklogReader.unreplicated`: their MessageIds (Service Bus), or the count per
+  partition (Event Hubs: events are not listed);
+- :meth:`~BacklogReader.direct_messages`: in the queues and subscriptions an application reads,
+  the messages published *directly* to that namespace (no ``repl-origin``), which replication
+  does not copy back and a failback must let the consumers drain;
+- :meth:`~BacklogReader.last_enqueued`: per partition of an event hub, the newest sequence number.
+
+Peeking settles nothing and costs no delivery count. Every method raises the SDK's error when
+a namespace cannot be read; the switch reports it. (``python -m replication status`` reads the
+same figures for every task at once; a switch needs a few of them, often.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from azure.eventhub import EventHubConsumerClient
-from azure.servicebus import ServiceBusReceivedMessage, ServiceBusReceiver
+from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
 
 from replication.properties import REPL_ORIGIN
 from replication.topology import EntityRef, NamespaceKind, Topology
 
 from ..connections import event_hub_client, servicebus_client
-from ..status import CLIENT_OPTIONS, PEEK_CAP, read_status
+from ..eventhubs import checkpoint_store
 
 PAGE = 250
+CAP = 5000
+CLIENT_OPTIONS: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.5}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Backlog:
-    """What one task's source holds that is not replicated yet (``count`` None: unknown)."""
+    """What one task's source holds that is not replicated yet."""
 
     task: str
-    count: int | None
+    count: int
     capped: bool = False
-    error: str | None = None
 
     def __str__(self) -> str:
-        if self.error:
-            return f"unknown ({self.error})"
-        if self.count is None:
-            return "unknown"
         return f"{self.count}+" if self.capped else str(self.count)
 
 
-def replication_backlog(
-    topology: Topology, tasks: tuple[str, ...], environ: Mapping[str, str]
-) -> dict[str, Backlog]:
-    """The backlog of each of ``tasks`` (by name)."""
-    report = read_status(topology, environ)
-    found: dict[str, Backlog] = {}
-    for task in report.tasks:
-        if task.task not in tasks:
-            continue
-        if task.error:
-            found[task.task] = Backlog(task.task, None, error=task.error)
-        elif task.backlog is not None:
-            found[task.task] = Backlog(task.task, task.backlog.value, task.backlog.capped)
-        elif task.partitions is not None:
-            lags = [lag.lag for lag in task.partitions]
-            if any(lag is None for lag in lags):
-                found[task.task] = Backlog(
-                    task.task, None, error="no checkpoints (is AzureWebJobsStorage set?)"
-                )
-            else:
-                found[task.task] = Backlog(task.task, sum(lag or 0 for lag in lags))
-        else:
-            found[task.task] = Backlog(task.task, None, error="not readable")
-    return found
+class BacklogReader:
+    """Reads backlogs of one topology's entities (see the module docstring); close it."""
 
+    def __init__(self, topology: Topology, environ: Mapping[str, str], *, cap: int = CAP) -> None:
+        self._topology = topology
+        self._environ = environ
+        self._cap = cap
+        self._clients: dict[str, ServiceBusClient] = {}
+        self._receivers: dict[str, ServiceBusReceiver] = {}
+        self._checkpoints = checkpoint_store(environ)
 
-def _pages(receiver: ServiceBusReceiver, cap: int) -> Iterator[ServiceBusReceivedMessage]:
-    sequence, seen = 0, 0
-    with receiver:
-        while seen < cap:
-            page = receiver.peek_messages(
-                max_message_count=min(PAGE, cap - seen), sequence_number=sequence
+    def _client(self, namespace: str) -> ServiceBusClient:
+        if namespace not in self._clients:
+            spec = self._topology.namespace(namespace)
+            self._clients[namespace] = servicebus_client(spec, self._environ, **CLIENT_OPTIONS)
+        return self._clients[namespace]
+
+    def _receiver(self, ref: EntityRef) -> ServiceBusReceiver:
+        key = ref.describe()
+        if key not in self._receivers:
+            client = self._client(ref.namespace)
+            receiver: ServiceBusReceiver = (
+                client.get_subscription_receiver(ref.entity, ref.subscription)
+                if ref.subscription is not None
+                else client.get_queue_receiver(ref.entity)
             )
-            if not page:
-                return
-            seen += len(page)
-            sequence = (page[-1].sequence_number or 0) + 1
-            yield from page
+            self._receivers[key] = receiver
+        return self._receivers[key]
 
+    def _pages(self, ref: EntityRef) -> Iterator[ServiceBusReceivedMessage]:
+        receiver = self._receiver(ref)
+        # From 1, not 0: the SDK takes 0 as "where this receiver's last peek ended".
+        sequence, seen = 1, 0
+        try:
+            while seen < self._cap:
+                page = receiver.peek_messages(
+                    max_message_count=min(PAGE, self._cap - seen), sequence_number=sequence
+                )
+                if not page:
+                    return
+                seen += len(page)
+                sequence = (page[-1].sequence_number or 0) + 1
+                yield from page
+        except Exception:
+            self._drop(ref)
+            raise
 
-def _receiver(client: Any, ref: EntityRef) -> ServiceBusReceiver:
-    if ref.subscription is not None:
-        receiver: ServiceBusReceiver = client.get_subscription_receiver(
-            ref.entity, ref.subscription
-        )
-        return receiver
-    queue: ServiceBusReceiver = client.get_queue_receiver(ref.entity)
-    return queue
+    def _drop(self, ref: EntityRef) -> None:
+        receiver = self._receivers.pop(ref.describe(), None)
+        if receiver is not None:
+            with contextlib.suppress(Exception):  # a dead connection may not close cleanly
+                receiver.close()
 
+    def _source(self, task: str) -> EntityRef:
+        return next(t.source for t in self._topology.tasks if t.name == task)
 
-def unreplicated(
-    topology: Topology, task: str, environ: Mapping[str, str], *, cap: int = PEEK_CAP
-) -> tuple[list[str], dict[str, int]]:
-    """(MessageIds waiting in a Service Bus source, events per partition after the checkpoint
-    of an event hub source) of ``task``; one of the two is empty."""
-    spec = next(t for t in topology.tasks if t.name == task)
-    namespace = topology.namespace(spec.source.namespace)
-    if namespace.kind is NamespaceKind.EVENTHUBS:
-        backlog = read_status(topology, environ)
-        for report in backlog.tasks:
-            if report.task == task and report.partitions is not None:
-                return [], {lag.partition: lag.lag or 0 for lag in report.partitions}
-        return [], {}
-    with servicebus_client(namespace, environ, **CLIENT_OPTIONS) as client:
-        receiver = _receiver(client, spec.source)
-        return [str(message.message_id) for message in _pages(receiver, cap)], {}
+    def backlog(self, task: str) -> Backlog:
+        """What ``task``'s source holds that is not replicated.
 
+        Raises:
+            ValueError: an event hub source without readable checkpoints.
+        """
+        source = self._source(task)
+        if self._topology.namespace(source.namespace).kind is NamespaceKind.EVENTHUBS:
+            return Backlog(task, sum(self._partition_lags(source).values()))
+        count = sum(1 for _ in self._pages(source))
+        return Backlog(task, count, capped=count >= self._cap)
 
-def direct_messages(
-    topology: Topology,
-    refs: tuple[EntityRef, ...],
-    environ: Mapping[str, str],
-    *,
-    cap: int = PEEK_CAP,
-) -> dict[str, int]:
-    """Per queue or subscription of ``refs`` (Service Bus only), the messages without
-    ``repl-origin``: published there directly, never copied back by replication."""
-    counts: dict[str, int] = {}
-    for ref in refs:
-        namespace = topology.namespace(ref.namespace)
-        if namespace.kind is not NamespaceKind.SERVICEBUS:
-            continue
-        with servicebus_client(namespace, environ, **CLIENT_OPTIONS) as client:
-            counts[ref.describe()] = sum(
+    def unreplicated(self, task: str) -> tuple[list[str], dict[str, int]]:
+        """(MessageIds waiting in a Service Bus source, events per partition after the
+        checkpoints of an event hub source) of ``task``; one of the two is empty."""
+        source = self._source(task)
+        if self._topology.namespace(source.namespace).kind is NamespaceKind.EVENTHUBS:
+            return [], self._partition_lags(source)
+        return [str(message.message_id) for message in self._pages(source)], {}
+
+    def direct_messages(self, refs: tuple[EntityRef, ...]) -> dict[str, int]:
+        """Per Service Bus queue or subscription of ``refs``, the messages without
+        ``repl-origin`` (published there directly)."""
+        return {
+            ref.describe(): sum(
                 1
-                for message in _pages(_receiver(client, ref), cap)
+                for message in self._pages(ref)
                 if not _has(message.application_properties, REPL_ORIGIN)
             )
-    return counts
+            for ref in refs
+            if self._topology.namespace(ref.namespace).kind is NamespaceKind.SERVICEBUS
+        }
+
+    def last_enqueued(self, ref: EntityRef) -> dict[str, int]:
+        """Per partition of the event hub ``ref``, the newest sequence number (-1: empty)."""
+        with self._event_hub(ref, "$Default") as client:
+            return {
+                str(p): int(client.get_partition_properties(p)["last_enqueued_sequence_number"])
+                for p in client.get_partition_ids()
+            }
+
+    def _event_hub(self, ref: EntityRef, group: str) -> Any:
+        namespace = self._topology.namespace(ref.namespace)
+        return event_hub_client(
+            EventHubConsumerClient,
+            namespace,
+            ref.entity,
+            self._environ,
+            consumer_group=group,
+            **CLIENT_OPTIONS,
+        )
+
+    def _partition_lags(self, source: EntityRef) -> dict[str, int]:
+        if self._checkpoints is None:
+            raise ValueError(
+                "the replication checkpoints of an event hub source are in AzureWebJobsStorage, "
+                "which is not set"
+            )
+        group = source.consumer_group or "$Default"
+        with self._event_hub(source, group) as client:
+            host = client._address.hostname  # what the event processor checkpoints under
+            done = {
+                str(c["partition_id"]): int(c["sequence_number"])
+                for c in self._checkpoints.list_checkpoints(host, source.entity, group)
+            }
+            lags = {}
+            for partition in client.get_partition_ids():
+                last = int(
+                    client.get_partition_properties(partition)["last_enqueued_sequence_number"]
+                )
+                lags[str(partition)] = max(0, last - done.get(str(partition), -1))
+            return lags
+
+    def close(self) -> None:
+        for key in list(self._receivers):
+            receiver = self._receivers.pop(key)
+            with contextlib.suppress(Exception):
+                receiver.close()
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
 
 
 def _has(properties: Mapping[Any, Any] | None, name: str) -> bool:
@@ -146,23 +197,4 @@ def _has(properties: Mapping[Any, Any] | None, name: str) -> bool:
     return name in properties or name.encode() in properties
 
 
-def last_enqueued(topology: Topology, ref: EntityRef, environ: Mapping[str, str]) -> dict[str, int]:
-    """Per partition of the event hub ``ref``, the newest sequence number (-1: empty)."""
-    namespace = topology.namespace(ref.namespace)
-    with event_hub_client(
-        EventHubConsumerClient,
-        namespace,
-        ref.entity,
-        environ,
-        consumer_group="$Default",
-        **CLIENT_OPTIONS,
-    ) as client:
-        return {
-            str(partition): int(
-                client.get_partition_properties(partition)["last_enqueued_sequence_number"]
-            )
-            for partition in client.get_partition_ids()
-        }
-
-
-__all__ = ["Backlog", "direct_messages", "last_enqueued", "replication_backlog", "unreplicated"]
+__all__ = ["Backlog", "BacklogReader"]

@@ -60,6 +60,8 @@ class SampleApp:
         self._stop = threading.Event()
         self._publishing = threading.Event()
         self._publishing.set()
+        self._consuming = threading.Event()
+        self._consuming.set()
         self.publisher: FailoverPublisher[Any]
         self.consumer: FailoverConsumer | EventHubFailoverConsumer
         if kind == "eventhubs":
@@ -120,9 +122,17 @@ class SampleApp:
     def resume(self) -> None:
         self._publishing.set()
 
+    def hold_consumer(self) -> None:
+        """Stop handing messages to the (Service Bus) consumer until :meth:`release_consumer`."""
+        self._consuming.clear()
+
+    def release_consumer(self) -> None:
+        self._consuming.set()
+
     def stop(self) -> None:
         self._stop.set()
         self._publishing.set()
+        self._consuming.set()
         for thread in self._threads:
             thread.join(timeout=60)
         self.publisher.close()
@@ -161,6 +171,7 @@ class SampleApp:
             return
         with consumer:
             while not self._stop.is_set():
+                self._consuming.wait()
                 for message in consumer.receive(max_message_count=50, max_wait_time=0.5):
                     self.processed.append(
                         Done(str(message.message_id), consumer.namespace, time.monotonic())

@@ -41,7 +41,7 @@ from replication.failover.switching import switch
 from replication.topology import NamespaceKind, Topology
 
 from ._apps import SampleApp
-from ._figures import PhaseFigures, phase_figures
+from ._figures import Done, PhaseFigures, phase_figures
 from ._processes import azurite, namespace_processes, replicator
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,8 @@ class DrillReport:
     lost_at_end: dict[str, list[str]]
     switch_codes: dict[str, int]
     switch_output: list[str]
+    records: dict[str, tuple[list[Done], list[Done]]] = dataclasses.field(default_factory=dict)
+    """Per application, every acknowledged publish and every processed message."""
 
     @property
     def findings(self) -> bool:
@@ -265,6 +267,9 @@ class _Drill:
             lost_at_end=lost_at_end,
             switch_codes=self.switch_codes,
             switch_output=self.switch_output,
+            records={
+                kind: (list(app.published), list(app.processed)) for kind, app in apps.items()
+            },
         )
 
     def _app(

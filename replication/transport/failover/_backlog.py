@@ -126,7 +126,11 @@ class BacklogReader:
         source = self._source(task)
         if self._topology.namespace(source.namespace).kind is NamespaceKind.EVENTHUBS:
             return [], self._partition_lags(source)
-        return [str(message.message_id) for message in self._pages(source)], {}
+        return self.message_ids(source), {}
+
+    def message_ids(self, ref: EntityRef) -> list[str]:
+        """The MessageIds waiting in a Service Bus queue or subscription (peeked)."""
+        return [str(message.message_id) for message in self._pages(ref)]
 
     def direct_messages(self, refs: tuple[EntityRef, ...]) -> dict[str, int]:
         """Per Service Bus queue or subscription of ``refs``, the messages without

@@ -10,7 +10,7 @@ holds. ``--only NAME`` runs one scenario.
 With ``--topology FILE`` it runs that one topology:
 
 1. start the local AMQP emulator with the topology's namespaces, one port per region, as its own
-   process (``python -m emulator --topology``, see :mod:`replication.emulator_process`);
+   process (``python -m emulator --topology``, see :mod:`replication.hosts.local`);
 2. run every task with the local host (real SDK receivers and senders, as in Azure);
 3. publish ``--messages`` messages to every task's source entity, in every region, and wait
    until the regions go quiet;
@@ -30,11 +30,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from replication.emulator_process import emulator_process
 from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.exit_codes import ExitCode
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost, emulator_process
 from replication.showcase import (
     SCENARIOS,
     audit_command,

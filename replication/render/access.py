@@ -107,7 +107,7 @@ def role_assignments(topology: Topology) -> list[RoleAssignment]:
         senders = [*task.targets, *([task.dead_letter_target] if task.dead_letter_target else [])]
         for ref in senders:
             assignments.add(_assignment(topology, ref, "sender"))
-    # Heartbeats (replication.heartbeat_functions): the timer publishes on each origin's
+    # Heartbeats (replication.heartbeats.functions): the timer publishes on each origin's
     # heartbeat topic, the readers read each receiving namespace's reader subscription.
     entity = topology.heartbeats.entity
     for origin in heartbeat_origins(topology):

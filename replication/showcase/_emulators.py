@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from replication.emulator_process import EmulatorProcess
+from replication.hosts.local import EmulatorProcess
 from replication.render.emulator_config import namespaces_config
 from replication.topology import NamespaceSpec, Topology, materialize
 

@@ -2,7 +2,7 @@
 
 One scenario (:func:`run_scenario`):
 
-1. its topology's tasks run in a :class:`~replication.local_host.LocalHost` against its
+1. its topology's tasks run in a :class:`~replication.hosts.local.LocalHost` against its
    namespaces on the shared emulator (:mod:`._emulators`), with the real SDKs;
 2. ``drive`` publishes and breaks things through a :class:`Stage`;
 3. every entity its applications read, and every parking queue, is read over and over
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replication.envelope import Envelope
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.topology import EntityRef, Topology
 from replication.transport.consumers import EntityConsumer
 from replication.transport.senders import SenderFactory

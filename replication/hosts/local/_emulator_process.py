@@ -35,7 +35,8 @@ from typing import IO, Any
 from replication.exceptions import ReplicationError
 
 EXPORT = "export "
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
+"""The repository, where ``emulator`` is a package."""
 _PORT = re.compile(r"sb://[^:;/]+:(\d+)")
 SECTIONS = ("Namespaces", "NamespaceConfig")
 """The lists of namespaces in an emulator config (Service Bus, Event Hubs)."""

@@ -124,12 +124,27 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     return [*lines, f"  loops {report['loops']}, missing {report['missing_total']}"]
 
 
+def summary_lines(report: Mapping[str, Any]) -> list[str]:
+    """The audit's figures in two lines (the showcase prints them under its table)."""
+    regions = report["regions"]
+    duplicates = sum(r["in_region_duplicates"] for r in regions.values())
+    lags = [lag["p50"] for lag in report["lag_seconds"].values()]
+    lag = f"{min(lags):.2f} to {max(lags):.2f} s" if lags else "-"
+    return [
+        f"  {report['total_records']} records of {report['unique_messages']} messages in "
+        f"{len(regions)} regions ({', '.join(regions)}): {duplicates} duplicates in a region, "
+        f"{report['missing_total']} missing, {report['loops']} loops",
+        f"  lag p50 per region pair {lag}",
+    ]
+
+
 __all__ = [
     "SparkAudit",
     "audit_command",
     "capture_record",
     "healthy",
     "read_report",
+    "summary_lines",
     "verdict_lines",
     "write_capture",
 ]

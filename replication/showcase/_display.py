@@ -1,8 +1,8 @@
 """What a person sees: a progress line per scenario while they run, then one table.
 
 On a terminal the progress is a ``rich`` live display (a spinner, what each scenario is doing,
-its time); elsewhere (CI, a pipe, the tests) one plain line per scenario when it starts and when
-it ends, so a log shows the same story without control characters. The table has one row per
+its time); elsewhere (CI, a pipe, the tests) one plain line per scenario when it ends, so a log
+shows the same story without control characters. The table has one row per
 scenario with the figures of :mod:`._figures` and a verdict: what the checks found when all is
 well, what failed otherwise.
 """
@@ -24,7 +24,7 @@ from rich.text import Text
 
 from ._figures import Figures
 
-PLAIN_WIDTH = 160
+PLAIN_WIDTH = 140
 """Columns of the table when the output is not a terminal (rich would use 80 and wrap it)."""
 
 
@@ -80,7 +80,7 @@ class LiveReporter:
 
 
 class PlainReporter:
-    """One line per scenario start and end (no live display)."""
+    """One line per scenario as it ends (no live display)."""
 
     def __init__(self, console: Console) -> None:
         self._console = console
@@ -92,7 +92,6 @@ class PlainReporter:
         with self._lock:
             self._started[name] = time.monotonic()
             self._titles[name] = title
-            self._console.print(f"  started   {title}", highlight=False)
 
     def update(self, name: str, text: str) -> None:
         """Intermediate states are for live displays only."""
@@ -102,7 +101,7 @@ class PlainReporter:
             seconds = time.monotonic() - self._started.get(name, time.monotonic())
             mark = "ok" if ok else "FAILED"
             self._console.print(
-                f"  {mark:<9} {self._titles.get(name, name)} in {seconds:.0f} s: {text}",
+                f"  {mark:<6} {self._titles.get(name, name):<34} {seconds:>3.0f} s  {text}",
                 highlight=False,
             )
 

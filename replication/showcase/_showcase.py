@@ -29,7 +29,7 @@ from replication.exceptions import ConfigurationError, ReplicationError
 from replication.exit_codes import ExitCode
 from replication.topology import Topology, load_topology
 
-from ._audit import healthy, verdict_lines
+from ._audit import healthy, summary_lines
 from ._display import PLAIN_WIDTH, LiveReporter, PlainReporter, Row, results_table
 from ._runner import Outcome, run_scenarios, serving
 from ._scenario import Scenario
@@ -91,7 +91,7 @@ def run_showcase(
         if "error" in audit:
             console.print(f"  [bold red]{audit['error']}[/]", highlight=False)
         else:
-            for line in verdict_lines(audit):
+            for line in summary_lines(audit):
                 console.print(line, highlight=False)
         console.print(
             "  verdict: every message replicated once, no loops"
@@ -99,14 +99,16 @@ def run_showcase(
             else "  [bold red]verdict: FAILED[/]"
         )
     _write_figures(output / "showcase.json", outcomes, audit, seconds)
+    passed = not failed and audit_ok
     verdict = (
         f"[green]every scenario passed[/] in {seconds:.0f} s"
-        if not failed and audit_ok
+        if passed
         else f"[bold red]{len(failed)} scenario(s) failed[/]"
         + ("" if audit_ok else ", the audit found problems")
     )
-    console.print(f"{verdict}; figures in {output / 'showcase.json'}", highlight=False)
-    return ExitCode.OK if not failed and audit_ok else ExitCode.FINDINGS
+    log = "" if verbose else f", the log in {output / 'showcase.log'}"
+    console.print(f"{verdict}; figures in {output / 'showcase.json'}{log}", highlight=False)
+    return ExitCode.OK if passed else ExitCode.FINDINGS
 
 
 def _slowest_first(loaded: Sequence[tuple[Scenario, Topology]]) -> list[tuple[Scenario, Topology]]:

@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     return run_showcase(
         only=args.only,
         output=Path(args.output),
-        parallel=args.parallel,
+        parallel=args.parallel or len(SCENARIOS),
         verbose=args.verbose,
     )
 
@@ -160,7 +160,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", default="demo-output", help="capture and report folder")
     parser.add_argument(
-        "--parallel", type=int, default=4, help="showcase scenarios run side by side (default 4)"
+        "--parallel",
+        type=int,
+        metavar="N",
+        help="showcase scenarios run side by side (default: all of them)",
     )
     parser.add_argument(
         "--messages", type=int, default=200, help="with --topology: originals per source entity"

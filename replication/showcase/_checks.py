@@ -71,7 +71,7 @@ def replicas_without(*names: str) -> Check:
         )
         if leaked:
             return Finding(False, f"{leaked} replicas still carry {', '.join(names)}")
-        return Finding(True, f"{', '.join(names)} stayed home")
+        return Finding(True, f"{', '.join(names)} removed")
 
     return check
 
@@ -89,7 +89,7 @@ def replicas_with(properties: Mapping[str, PropertyValue]) -> Check:
         names = ", ".join(f"{k}={v}" for k, v in properties.items())
         if wrong or not replicas:
             return Finding(False, f"{wrong} of {len(replicas)} replicas without {names}")
-        return Finding(True, f"{names} added")
+        return Finding(True, f"{names} set")
 
     return check
 
@@ -104,7 +104,7 @@ def replicas_have(*names: str) -> Check:
         )
         if wrong or not replicas:
             return Finding(False, f"{wrong} of {len(replicas)} replicas without {', '.join(names)}")
-        return Finding(True, f"all carry {', '.join(names)}")
+        return Finding(True, f"{', '.join(names)} on every copy")
 
     return check
 
@@ -123,7 +123,7 @@ def routed_through(hub: str, *, origin: str) -> Check:
         direct = sum(1 for path in beyond if path[:2] != (origin, hub))
         if direct or not beyond:
             return Finding(False, f"{direct} of {len(beyond)} copies bypassed {hub}")
-        return Finding(True, f"{origin} crossed to {hub} once, fanned out from there")
+        return Finding(True, f"{origin} to {hub} once, fanned out there")
 
     return check
 
@@ -155,7 +155,7 @@ def order_per_key(sequence_property: str = "n") -> Check:
             return Finding(False, f"order broken for {len(broken)} {noun}{first}")
         keys = len({key for _, key in runs})
         places = len({where for where, _ in runs})
-        where = f" in {places} entities" if places > 1 else ""
+        where = f" x {places} entities" if places > 1 else ""
         return Finding(True, f"order kept for {keys} keys{where}")
 
     return check

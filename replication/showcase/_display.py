@@ -101,7 +101,7 @@ class PlainReporter:
             seconds = time.monotonic() - self._started.get(name, time.monotonic())
             mark = "ok" if ok else "FAILED"
             self._console.print(
-                f"  {mark:<6} {self._titles.get(name, name):<34} {seconds:>3.0f} s  {text}",
+                f"  {mark:<6} {self._titles.get(name, name):<22} {seconds:>3.0f} s  {text}",
                 highlight=False,
             )
 
@@ -123,15 +123,15 @@ class Row:
 
 
 def results_table(rows: Sequence[Row]) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True, padding=(0, 1))
     table.add_column("scenario\n[dim]examples/", no_wrap=True)
     for column in ("sent", "repli-\ncated", "loop-\nskipped"):
         table.add_column(column, justify="right")
-    table.add_column("parked\n(reason)")
+    table.add_column("parked\n(reason)", overflow="fold")
     for column in ("lost", "dupli-\ncates"):
         table.add_column(column, justify="right")
     table.add_column("lag\np50 / p95", justify="right", no_wrap=True)
-    table.add_column("verdict\n(checked on the copies)")
+    table.add_column("verdict\n(checked on the copies)", ratio=1)
     for row in rows:
         name = Text(row.title)
         name.append(f"\n{row.example}", style="dim")

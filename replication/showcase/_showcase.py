@@ -53,12 +53,13 @@ def run_showcase(
     *,
     only: str | None = None,
     output: Path = Path("demo-output"),
-    parallel: int = 4,
+    parallel: int | None = None,
     verbose: bool = False,
     console: Console | None = None,
 ) -> int:
     """Run the showcase (see the module docstring); returns the exit code."""
     scenarios = choose(only)
+    parallel = parallel or len(scenarios)
     console = console or Console(width=None if sys.stdout.isatty() else PLAIN_WIDTH)
     output.mkdir(parents=True, exist_ok=True)
     loaded = [(scenario, load_topology(EXAMPLES / scenario.example)) for scenario in scenarios]

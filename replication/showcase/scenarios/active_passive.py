@@ -21,7 +21,7 @@ def drive(stage: Stage) -> None:
 
 SCENARIO = Scenario(
     name="active-passive",
-    title="active-passive, TTL on replica",
+    title="active-passive",
     example="active-passive.json",
     drive=drive,
     checks=(replica_time_to_live(),),

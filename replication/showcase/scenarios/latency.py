@@ -21,7 +21,7 @@ def drive(stage: Stage) -> None:
 
 SCENARIO = Scenario(
     name="latency",
-    title="latency optimization (hub)",
+    title="latency optimization",
     example="latency-optimization.json",
     drive=drive,
     checks=(routed_through("eus", origin="weu"),),

@@ -37,7 +37,7 @@ def drive(stage: Stage) -> None:
 
 SCENARIO = Scenario(
     name="outage",
-    title="outage: target killed mid-stream",
+    title="outage (target killed)",
     example="two-region-all-active.json",
     drive=drive,
     checks=(in_every_namespace(),),

@@ -30,7 +30,7 @@ def drive(stage: Stage) -> None:
 
 SCENARIO = Scenario(
     name="spillover",
-    title="spillover from a failing consumer",
+    title="spillover",
     example="spillover.json",
     drive=drive,
     checks=(replica_time_to_live(),),

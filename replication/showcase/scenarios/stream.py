@@ -22,7 +22,7 @@ def drive(stage: Stage) -> None:
 
 SCENARIO = Scenario(
     name="stream",
-    title="Event Hubs stream to a queue",
+    title="stream to queue",
     example="stream-to-queue.json",
     drive=drive,
     checks=(order_per_key(),),

@@ -48,7 +48,7 @@ def drive(stage: Stage) -> None:
 
 SCENARIO = Scenario(
     name="validation",
-    title="validation and enrichment",
+    title="validation",
     example="validation.json",
     drive=drive,
     checks=(replicas_without("card-number"), replicas_with({"validated-in": "weu"})),

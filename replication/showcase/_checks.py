@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 from patterns.active_passive import ActivePassiveOptions
 from patterns.spillover import SpilloverOptions
-from replication.envelope import PropertyValue
+from replication.envelope import Envelope, PropertyValue
 from replication.properties import read_state
 
 from ._figures import Check, Collected, Finding
@@ -38,6 +38,19 @@ def in_every_namespace() -> Check:
     return check
 
 
+def every_replica(holds: Callable[[Envelope], bool], promise: str) -> Check:
+    """Every replica (there must be some) satisfies ``holds``: ``promise`` says what it means."""
+
+    def check(collected: Collected) -> Finding:
+        replicas = [copy for _, copy in collected.replicas()]
+        broken = sum(1 for copy in replicas if not holds(copy))
+        if broken or not replicas:
+            return Finding(False, f"not {promise}: {broken} of {len(replicas)} replicas")
+        return Finding(True, promise)
+
+    return check
+
+
 def replica_time_to_live() -> Check:
     """Every replica carries the ``replicaTimeToLive`` its task is configured with (as the
     broker holds the replica; the original had none)."""
@@ -51,62 +64,36 @@ def replica_time_to_live() -> Check:
         expected = next(iter(configured), None)
         if len(configured) != 1 or expected is None:
             return Finding(False, "the topology does not set one replicaTimeToLive")
-        replicas = [copy for _, copy in collected.replicas()]
-        wrong = sum(1 for copy in replicas if copy.time_to_live != expected)
-        if wrong or not replicas:
-            return Finding(False, f"{wrong} of {len(replicas)} replicas without TTL {expected}")
-        return Finding(True, f"replicas expire after {_duration(expected)}")
+        return every_replica(
+            lambda copy: copy.time_to_live == expected,
+            f"replicas expire after {_duration(expected)}",
+        )(collected)
 
     return check
 
 
 def replicas_without(*names: str) -> Check:
     """No replica carries these application properties (reduction: they stay in the region)."""
-
-    def check(collected: Collected) -> Finding:
-        leaked = sum(
-            1
-            for _, copy in collected.replicas()
-            if any(name in copy.application_properties for name in names)
-        )
-        if leaked:
-            return Finding(False, f"{leaked} replicas still carry {', '.join(names)}")
-        return Finding(True, f"{', '.join(names)} removed")
-
-    return check
+    return every_replica(
+        lambda copy: not any(name in copy.application_properties for name in names),
+        f"{', '.join(names)} removed",
+    )
 
 
 def replicas_with(properties: Mapping[str, PropertyValue]) -> Check:
     """Every replica carries these application property values (enrichment, normalization)."""
-
-    def check(collected: Collected) -> Finding:
-        replicas = [copy for _, copy in collected.replicas()]
-        wrong = sum(
-            1
-            for copy in replicas
-            if any(copy.application_properties.get(k) != v for k, v in properties.items())
-        )
-        names = ", ".join(f"{k}={v}" for k, v in properties.items())
-        if wrong or not replicas:
-            return Finding(False, f"{wrong} of {len(replicas)} replicas without {names}")
-        return Finding(True, f"{names} set")
-
-    return check
+    return every_replica(
+        lambda copy: all(copy.application_properties.get(k) == v for k, v in properties.items()),
+        ", ".join(f"{k}={v}" for k, v in properties.items()) + " set",
+    )
 
 
 def replicas_have(*names: str) -> Check:
     """Every replica carries these application properties, whatever their values."""
-
-    def check(collected: Collected) -> Finding:
-        replicas = [copy for _, copy in collected.replicas()]
-        wrong = sum(
-            1 for copy in replicas if any(name not in copy.application_properties for name in names)
-        )
-        if wrong or not replicas:
-            return Finding(False, f"{wrong} of {len(replicas)} replicas without {', '.join(names)}")
-        return Finding(True, f"{', '.join(names)} on every copy")
-
-    return check
+    return every_replica(
+        lambda copy: all(name in copy.application_properties for name in names),
+        f"{', '.join(names)} on every copy",
+    )
 
 
 def routed_through(hub: str, *, origin: str) -> Check:
@@ -179,6 +166,7 @@ def _duration(value: timedelta) -> str:
 
 
 __all__ = [
+    "every_replica",
     "in_every_namespace",
     "order_per_key",
     "replica_time_to_live",

@@ -216,6 +216,7 @@ def _run(
             stage.say("publishing")
             deadline = time.monotonic() + scenario.timeout
             scenario.drive(stage)
+            driven = time.monotonic()
             collected.sent = stage.sent
             expected = sum(len(e.places) + bool(e.parked) for e in stage.sent)
             while True:
@@ -223,7 +224,9 @@ def _run(
                     collected.add(ref, copies)
                 missing = len(collected.missing())
                 stage.say(f"replicating: {expected - missing}/{expected} copies arrived")
-                if (missing == 0 and _quiet(host) >= QUIET_SECONDS) or time.monotonic() > deadline:
+                if (missing == 0 and _quiet(host, driven) >= QUIET_SECONDS) or (
+                    time.monotonic() > deadline
+                ):
                     break
             stage.say("reading the dead-letter queues")
             for ref, copies in readers.take(places.dead_letter_queues, READ_WAIT):
@@ -235,10 +238,10 @@ def _run(
     return collected
 
 
-def _quiet(host: LocalHost) -> float:
-    """Seconds since any task of ``host`` last settled a batch or failed."""
-    last = max((status.last_activity for status in host.status.values()), default=0.0)
-    return time.monotonic() - last
+def _quiet(host: LocalHost, since: float) -> float:
+    """Seconds since any task of ``host`` last settled a batch or failed, or since ``since``."""
+    last = max((status.last_activity for status in host.status.values()), default=since)
+    return time.monotonic() - max(last, since)
 
 
 def _start_audit(collected: Collected, output: Path, show_output: bool) -> SparkAudit:
@@ -261,23 +264,31 @@ def run_scenarios(
     parallel: int,
     show_audit: bool = False,
 ) -> list[Outcome]:
-    """Every scenario, up to ``parallel`` at once; outcomes in the order given."""
-    with concurrent.futures.ThreadPoolExecutor(
+    """Every scenario, up to ``parallel`` at once; outcomes in the order given. On Ctrl-C the
+    scenarios not started yet are dropped and the interrupt goes on (the caller's emulators
+    stop, which ends the running ones)."""
+    pool = concurrent.futures.ThreadPoolExecutor(
         max_workers=max(1, parallel), thread_name_prefix="scenario"
-    ) as pool:
-        futures = [
-            pool.submit(
-                run_scenario,
-                scenario,
-                topology,
-                emulators,
-                reporter,
-                output=output,
-                show_audit=show_audit,
-            )
-            for scenario, topology in scenarios
-        ]
+    )
+    futures = [
+        pool.submit(
+            run_scenario,
+            scenario,
+            topology,
+            emulators,
+            reporter,
+            output=output,
+            show_audit=show_audit,
+        )
+        for scenario, topology in scenarios
+    ]
+    try:
         return [future.result() for future in futures]
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=False)
 
 
 @contextlib.contextmanager

@@ -52,13 +52,15 @@ def choose(only: str | None) -> list[Scenario]:
 def run_showcase(
     *,
     only: str | None = None,
+    scenarios: Sequence[Scenario] | None = None,
     output: Path = Path("demo-output"),
     parallel: int | None = None,
     verbose: bool = False,
     console: Console | None = None,
 ) -> int:
-    """Run the showcase (see the module docstring); returns the exit code."""
-    scenarios = choose(only)
+    """Run the showcase (see the module docstring), or the given ``scenarios`` instead of the
+    registry's; returns the exit code."""
+    scenarios = list(scenarios) if scenarios is not None else choose(only)
     parallel = parallel or len(scenarios)
     console = console or Console(width=None if sys.stdout.isatty() else PLAIN_WIDTH)
     output.mkdir(parents=True, exist_ok=True)

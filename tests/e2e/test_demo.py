@@ -9,6 +9,7 @@ two-region all-active example must produce.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -16,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
+
+from replication.exit_codes import ExitCode
+from replication.showcase import Scenario, Stage, message, run_showcase
 
 pytestmark = [pytest.mark.emulator, pytest.mark.spark]
 
@@ -147,3 +152,35 @@ def test_the_audit_of_the_mesh_agrees(
     assert (report["missing_total"], report["loops"], report["duplicate_records"]) == (0, 0, 300)
     assert set(report["regions"]) == {"weu", "eus", "sea"}
     assert all(region["in_region_duplicates"] == 0 for region in report["regions"].values())
+
+
+def _expects_too_little(stage: Stage) -> None:
+    """weu's orders replicate to neu; expecting them in neu only makes the originals that
+    weu's own billing subscription holds misplaced."""
+    orders = [message(f"weu-{n}", {"n": n}) for n in range(3)]
+    stage.publish("weu", "orders", orders, expect=["neu/orders/billing"])
+
+
+def _publishes_nowhere(stage: Stage) -> None:
+    stage.publish("weu", "orders", [message("lost-in-thought")], expect=["neu/orders/nowhere"])
+
+
+def test_a_scenario_the_brokers_contradict_fails_the_demo(tmp_path: Path) -> None:
+    example = "two-region-all-active.json"
+    scenarios = [
+        Scenario("contradicted", "expects too little", example, _expects_too_little, timeout=60),
+        Scenario("broken", "publishes nowhere", example, _publishes_nowhere),
+    ]
+    printed = io.StringIO()
+    code = run_showcase(
+        scenarios=scenarios, output=tmp_path, console=Console(file=printed, width=140)
+    )
+    assert code == ExitCode.FINDINGS
+    document = json.loads((tmp_path / "showcase.json").read_text())
+    figures = document["scenarios"]["contradicted"]["figures"]
+    assert (figures["sent"], figures["replicated"], figures["misplaced"]) == (3, 3, 3)
+    assert (figures["lost"], figures["loops"], figures["failed"]) == (0, 0, True)
+    error = document["scenarios"]["broken"]["error"]
+    assert error.endswith("neu/orders/nowhere is not an entity applications read in " + example)
+    assert "✗ 3 misplaced" in printed.getvalue()
+    assert "2 scenario(s) failed" in printed.getvalue()

@@ -2,8 +2,10 @@
 
 ``python -m replication demo`` (no ``--topology``) calls :func:`run_showcase`. It loads each
 scenario's example topology, serves them all (:mod:`._emulators`), runs the scenarios side by
-side with a progress display (:mod:`._runner`, :mod:`._display`), waits for the Spark audit of
-the mesh, and prints one table and the audit's verdict. ``OUTPUT/showcase.json`` holds every
+side (all at once unless ``parallel`` says fewer; they mostly wait, and the Spark audit of the
+mesh, which starts as soon as the mesh is done, takes longer than all of them together) with
+a progress display (:mod:`._runner`, :mod:`._display`), waits for the audit, and prints one
+table and the audit's verdict. ``OUTPUT/showcase.json`` holds every
 scenario's figures (what the end-to-end test reads), ``OUTPUT/showcase.log`` the library's log
 (unless ``verbose``: then the log and Spark's output go to the terminal).
 

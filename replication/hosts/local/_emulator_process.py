@@ -29,7 +29,6 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from replication.exceptions import ReplicationError
@@ -66,8 +65,8 @@ class EmulatorProcess:
     """``python -m emulator --config`` for ``config``, startable again on the same ports.
 
     :meth:`start` returns the connection string of every namespace by name. After the first
-    start the ports it chose are written into the config, so :meth:`restart` (after
-    :meth:`kill` or :meth:`stop`) serves the same connection strings. With ``data_dir`` every
+    start the ports it chose are written into the config, so starting it again after
+    :meth:`kill` or :meth:`stop` serves the same connection strings. With ``data_dir`` every
     namespace keeps its messages across a kill (see ``emulator/_persistence.py``). The
     emulator's log is ``workdir/emulator.log``.
     """
@@ -123,22 +122,6 @@ class EmulatorProcess:
         """SIGTERM: a clean shutdown."""
         if self._process is not None:
             _end(self._process, kill=False)
-
-    def restart(self) -> dict[str, str]:
-        self.kill()
-        return self.start()
-
-    def __enter__(self) -> EmulatorProcess:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _spawn(

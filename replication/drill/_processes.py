@@ -1,17 +1,17 @@
 """The processes of a drill: one emulator per namespace, Azurite, and the replicator.
 
-Each namespace of the topology is served by its own ``python -m emulator`` process on a fixed
-port with ``--data-dir`` (the emulator saves a message before it acknowledges it, so a killed
-namespace keeps what it accepted), so that the drill can kill one with SIGKILL and start it
-again on the same port, as ``tests/faults/`` does. Azurite (``node_modules/.bin/azurite-blob``,
-installed by ``npm ci``) holds the binding documents, the consumers' logs and the checkpoints;
-``python -m replication run`` replicates, as a user runs it. Every wait is bounded.
+Each namespace of the topology is served by its own ``python -m emulator`` process
+(:class:`~replication.hosts.local.EmulatorProcess`) with a data directory (the emulator saves a
+message before it acknowledges it, so a killed namespace keeps what it accepted), so that the
+drill can kill one with SIGKILL and start it again on the same port. Azurite
+(``node_modules/.bin/azurite-blob``, installed by ``npm ci``) holds the binding documents, the
+consumers' logs and the checkpoints; ``python -m replication run`` replicates, as a user runs
+it. Every wait is bounded.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from replication.exceptions import ReplicationError
+from replication.hosts.local import SECTIONS, EmulatorProcess, EmulatorStartError
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology
 
@@ -72,60 +73,42 @@ def _end(process: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
 
 
 class NamespaceProcess:
-    """One namespace served by its own emulator process, killable and restartable."""
+    """One namespace served by its own emulator process (:class:`EmulatorProcess`), killable
+    and restartable on the same port with what it acknowledged."""
 
     def __init__(self, name: str, section: Mapping[str, Any], workdir: Path) -> None:
         self.name = name
-        self.port = free_port()
-        self.workdir = workdir / name
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        document = {"UserConfig": {**section, "Logging": {"Type": "Console"}}}
-        for key in ("Namespaces", "NamespaceConfig"):
-            for namespace in document["UserConfig"].get(key, []):
-                namespace["Port"] = self.port
-        self.config_path = self.workdir / "config.json"
-        self.config_path.write_text(json.dumps(document), encoding="utf-8")
-        self.log_path = self.workdir / "emulator.log"
-        self.process: subprocess.Popen[bytes] | None = None
+        directory = workdir / name
+        self._process = EmulatorProcess(
+            {"UserConfig": {**section, "Logging": {"Type": "Console"}}},
+            directory,
+            data_dir=directory / "data",
+            startup_timeout=START_TIMEOUT,
+        )
 
     @property
     def connection_string(self) -> str:
-        return (
-            f"Endpoint=sb://localhost:{self.port};SharedAccessKeyName=RootManageSharedAccessKey;"
-            "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
-        )
+        return self._process.connections[self.name]
 
     def start(self) -> None:
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "emulator",
-                    "--config",
-                    str(self.config_path),
-                    "--data-dir",
-                    str(self.workdir / "data"),
-                ],
-                cwd=ROOT,
-                stdout=log,
-                stderr=log,
-            )
-        _wait_for_port(self.port, self.process, self.log_path, f"the emulator of {self.name}")
+        try:
+            self._process.start()
+        except EmulatorStartError as error:
+            raise DrillSetupError(f"the emulator of {self.name}: {error}") from error
 
     def kill(self) -> None:
         """SIGKILL: the namespace crashes; what it acknowledged survives in its data dir."""
-        _end(self.process, signal.SIGKILL)
+        self._process.kill()
 
     def stop(self) -> None:
-        _end(self.process, signal.SIGTERM)
+        self._process.stop()
 
 
 def namespace_processes(topology: Topology, workdir: Path) -> dict[str, NamespaceProcess]:
     """One (not yet started) emulator process per namespace of ``topology``."""
     config = emulator_config(topology)["UserConfig"]
     processes: dict[str, NamespaceProcess] = {}
-    for key in ("Namespaces", "NamespaceConfig"):
+    for key in SECTIONS:
         for namespace in config.get(key, []):
             processes[namespace["Name"]] = NamespaceProcess(
                 namespace["Name"], {key: [namespace]}, workdir

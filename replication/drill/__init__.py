@@ -8,13 +8,18 @@
 
 from ._drill import DrillReport, DrillSettings, Pick, pick_applications, run_drill
 from ._figures import Done, PhaseFigures, phase_figures
+from ._processes import AZURITE_ACCOUNT, AZURITE_KEY, DrillSetupError, azurite
 
 __all__ = [
+    "AZURITE_ACCOUNT",
+    "AZURITE_KEY",
     "Done",
     "DrillReport",
     "DrillSettings",
+    "DrillSetupError",
     "PhaseFigures",
     "Pick",
+    "azurite",
     "phase_figures",
     "pick_applications",
     "run_drill",

@@ -36,7 +36,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
 from replication.runtime import describe
 from replication.transport.connections import NamespaceAccess
@@ -105,7 +105,10 @@ def client_key(app: str, instance: str | None, entity: str, subscription: str | 
 class _ConsumerBase:
     """What the sync and async consumers share: the decisions, none of the I/O."""
 
-    def __init__(self, follower: BindingFollower, state: ConsumerState) -> None:
+    def __init__(
+        self, follower: BindingFollower, state: ConsumerState, channel: Callable[[str], Any]
+    ) -> None:
+        self._make_channel = channel
         self.follower = follower
         self.state = state
         self.counters = ConsumerCounters()
@@ -114,6 +117,48 @@ class _ConsumerBase:
         self._origins: dict[int, tuple[str | None, OriginPosition]] = {}
         self._to_settle: list[ReceivedMessage] = []
         self._failing_since: float | None = None
+
+    CHANNEL: ClassVar[Callable[..., Any]]
+    """The channel class of the sync or async side."""
+
+    @classmethod
+    def service_bus(
+        cls,
+        *,
+        app: str,
+        entity: str,
+        namespaces: Mapping[str, Access],
+        subscription: str | None = None,
+        store: BlobFailoverStore | None = None,
+        instance: str | None = None,
+        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
+        retention: timedelta = DEFAULT_RETENTION,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+    ) -> Self:
+        """A consumer of the queue ``entity`` (or of its ``subscription`` when ``entity`` is a
+        topic). Without a ``store`` it stays on the first namespace and keeps its log in memory
+        only. The sync consumer loads its persisted log here (the async one in ``open``);
+        either raises :class:`~replication.exceptions.ReplicationError` when the store cannot
+        be read."""
+        follower = BindingFollower(
+            store,
+            app=app,
+            instance=instance,
+            entity=entity,
+            role=Role.CONSUME,
+            namespaces=list(namespaces),
+            poll_interval=poll_interval,
+        )
+        log = ProcessedLog(retention=retention, max_entries=max_entries)
+        state = ConsumerState(log, store, client_key(app, instance, entity, subscription))
+        channel_class = cls.CHANNEL
+        return cls(
+            follower,
+            state,
+            lambda name: channel_class(
+                namespaces[name], entity, subscription, label=f"{name}/{entity}"
+            ),
+        )
 
     @property
     def namespace(self) -> str:
@@ -178,18 +223,10 @@ class _ConsumerBase:
             self.last_error = None
 
 
-def _state(
-    store: BlobFailoverStore | None,
-    key: str,
-    retention: timedelta,
-    max_entries: int,
-) -> ConsumerState:
-    log = ProcessedLog(retention=retention, max_entries=max_entries)
-    return ConsumerState(log, store, key)
-
-
 class FailoverConsumer(_ConsumerBase):
     """A Service Bus receive loop that follows the binding store (see the module docstring)."""
+
+    CHANNEL = ServiceBusConsumeChannel
 
     def __init__(
         self,
@@ -197,48 +234,9 @@ class FailoverConsumer(_ConsumerBase):
         state: ConsumerState,
         channel: Callable[[str], _SyncChannel],
     ) -> None:
-        super().__init__(follower, state)
-        self._make_channel = channel
+        super().__init__(follower, state, channel)
         self._channel: _SyncChannel | None = None
         self.state.load()
-
-    @classmethod
-    def service_bus(
-        cls,
-        *,
-        app: str,
-        entity: str,
-        namespaces: Mapping[str, Access],
-        subscription: str | None = None,
-        store: BlobFailoverStore | None = None,
-        instance: str | None = None,
-        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
-        retention: timedelta = DEFAULT_RETENTION,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-    ) -> FailoverConsumer:
-        """A consumer of the queue ``entity`` (or of its ``subscription`` when ``entity`` is a
-        topic). Without a ``store`` it stays on the first namespace and keeps its log in memory
-        only. Loads the persisted log first; raises
-        :class:`~replication.exceptions.ReplicationError` when the store cannot be read."""
-        follower = BindingFollower(
-            store,
-            app=app,
-            instance=instance,
-            entity=entity,
-            role=Role.CONSUME,
-            namespaces=list(namespaces),
-            poll_interval=poll_interval,
-        )
-        state = _state(
-            store, client_key(app, instance, entity, subscription), retention, max_entries
-        )
-        return cls(
-            follower,
-            state,
-            lambda name: ServiceBusConsumeChannel(
-                namespaces[name], entity, subscription, label=f"{name}/{entity}"
-            ),
-        )
 
     def receive(
         self, max_message_count: int = 100, max_wait_time: float = 1.0
@@ -332,50 +330,16 @@ class AsyncFailoverConsumer(_ConsumerBase):
     """:class:`FailoverConsumer` for asyncio (the blob store is used from a worker thread).
     Create it with :meth:`service_bus` and ``await consumer.open()`` (``async with`` does)."""
 
+    CHANNEL = AsyncServiceBusConsumeChannel
+
     def __init__(
         self,
         follower: BindingFollower,
         state: ConsumerState,
         channel: Callable[[str], _AsyncChannel],
     ) -> None:
-        super().__init__(follower, state)
-        self._make_channel = channel
+        super().__init__(follower, state, channel)
         self._channel: _AsyncChannel | None = None
-
-    @classmethod
-    def service_bus(
-        cls,
-        *,
-        app: str,
-        entity: str,
-        namespaces: Mapping[str, Access],
-        subscription: str | None = None,
-        store: BlobFailoverStore | None = None,
-        instance: str | None = None,
-        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
-        retention: timedelta = DEFAULT_RETENTION,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-    ) -> AsyncFailoverConsumer:
-        """See :meth:`FailoverConsumer.service_bus`."""
-        follower = BindingFollower(
-            store,
-            app=app,
-            instance=instance,
-            entity=entity,
-            role=Role.CONSUME,
-            namespaces=list(namespaces),
-            poll_interval=poll_interval,
-        )
-        state = _state(
-            store, client_key(app, instance, entity, subscription), retention, max_entries
-        )
-        return cls(
-            follower,
-            state,
-            lambda name: AsyncServiceBusConsumeChannel(
-                namespaces[name], entity, subscription, label=f"{name}/{entity}"
-            ),
-        )
 
     async def open(self) -> None:
         """Load the persisted log (in a worker thread)."""

@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from replication.exceptions import ReplicationError, TransientForwardError
 from replication.transport.connections import NamespaceAccess
@@ -76,26 +76,6 @@ class _AsyncChannel(Protocol):
     async def close(self) -> None: ...
 
 
-def _follower(
-    *,
-    app: str,
-    entity: str,
-    instance: str | None,
-    namespaces: Mapping[str, Access],
-    store: BlobFailoverStore | None,
-    poll_interval: timedelta,
-) -> BindingFollower:
-    return BindingFollower(
-        store,
-        app=app,
-        instance=instance,
-        entity=entity,
-        role=Role.PUBLISH,
-        namespaces=list(namespaces),
-        poll_interval=poll_interval,
-    )
-
-
 def _batch(messages: M | Sequence[M]) -> list[M]:
     batch: list[M] = [messages] if is_single_message(messages) else list(messages)  # type: ignore[list-item, arg-type]
     for message in batch:
@@ -107,15 +87,107 @@ class _PublisherBase(Generic[M]):
     def __init__(
         self,
         core: PublisherCore,
+        channel: Callable[[str], Any],
         *,
         kind: str,
         entity: str,
-        send_timeout: timedelta,
+        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
     ) -> None:
         self._core = core
         self.kind = kind
         self.entity = entity
         self.send_timeout = send_timeout.total_seconds()
+        self._make_channel = channel
+        self._channels: dict[str, Any] = {}
+
+    CHANNELS: ClassVar[dict[str, Callable[..., Any]]] = {}
+    """The channel class per kind (``servicebus``, ``eventhubs``) of the sync or async side."""
+
+    @classmethod
+    def service_bus(
+        cls,
+        *,
+        app: str,
+        entity: str,
+        namespaces: Mapping[str, Access],
+        store: BlobFailoverStore | None = None,
+        instance: str | None = None,
+        unavailability_window: timedelta = DEFAULT_UNAVAILABILITY_WINDOW,
+        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
+        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
+    ) -> Self:
+        """A publisher to the queue or topic ``entity``; ``namespaces`` maps the logical names
+        (as in the topology and the binding store, the active one by default first) to
+        connection strings or :class:`NamespaceAccess`."""
+        return cls._create(
+            "servicebus",
+            app=app,
+            entity=entity,
+            namespaces=namespaces,
+            store=store,
+            instance=instance,
+            unavailability_window=unavailability_window,
+            poll_interval=poll_interval,
+            send_timeout=send_timeout,
+        )
+
+    @classmethod
+    def event_hub(
+        cls,
+        *,
+        app: str,
+        entity: str,
+        namespaces: Mapping[str, Access],
+        store: BlobFailoverStore | None = None,
+        instance: str | None = None,
+        unavailability_window: timedelta = DEFAULT_UNAVAILABILITY_WINDOW,
+        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
+        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
+    ) -> Self:
+        """A publisher to the event hub ``entity`` (see :meth:`service_bus`)."""
+        return cls._create(
+            "eventhubs",
+            app=app,
+            entity=entity,
+            namespaces=namespaces,
+            store=store,
+            instance=instance,
+            unavailability_window=unavailability_window,
+            poll_interval=poll_interval,
+            send_timeout=send_timeout,
+        )
+
+    @classmethod
+    def _create(
+        cls,
+        kind: str,
+        *,
+        app: str,
+        entity: str,
+        namespaces: Mapping[str, Access],
+        store: BlobFailoverStore | None,
+        instance: str | None,
+        unavailability_window: timedelta,
+        poll_interval: timedelta,
+        send_timeout: timedelta,
+    ) -> Self:
+        follower = BindingFollower(
+            store,
+            app=app,
+            instance=instance,
+            entity=entity,
+            role=Role.PUBLISH,
+            namespaces=list(namespaces),
+            poll_interval=poll_interval,
+        )
+        channel_class = cls.CHANNELS[kind]
+        return cls(
+            PublisherCore(follower, unavailability_window=unavailability_window),
+            lambda name: channel_class(namespaces[name], entity, label=f"{name}/{entity}"),
+            kind=kind,
+            entity=entity,
+            send_timeout=send_timeout,
+        )
 
     @property
     def namespace(self) -> str:
@@ -145,84 +217,11 @@ class FailoverPublisher(_PublisherBase[M]):
     """Sends to the active namespace (see the module docstring); safe to share between threads
     (each namespace's SDK sender serializes its sends)."""
 
-    def __init__(
-        self,
-        core: PublisherCore,
-        channel: Callable[[str], _SyncChannel],
-        *,
-        kind: str,
-        entity: str,
-        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
-    ) -> None:
-        super().__init__(core, kind=kind, entity=entity, send_timeout=send_timeout)
-        self._make_channel = channel
-        self._channels: dict[str, _SyncChannel] = {}
-
-    @classmethod
-    def service_bus(
-        cls,
-        *,
-        app: str,
-        entity: str,
-        namespaces: Mapping[str, Access],
-        store: BlobFailoverStore | None = None,
-        instance: str | None = None,
-        unavailability_window: timedelta = DEFAULT_UNAVAILABILITY_WINDOW,
-        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
-        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
-    ) -> FailoverPublisher[Any]:
-        """A publisher to the queue or topic ``entity``; ``namespaces`` maps the logical names
-        (as in the topology and the binding store, the active one by default first) to
-        connection strings or :class:`NamespaceAccess`."""
-        follower = _follower(
-            app=app,
-            entity=entity,
-            instance=instance,
-            namespaces=namespaces,
-            store=store,
-            poll_interval=poll_interval,
-        )
-        core = PublisherCore(follower, unavailability_window=unavailability_window)
-        return FailoverPublisher(
-            core,
-            lambda name: ServiceBusPublishChannel(
-                namespaces[name], entity, label=f"{name}/{entity}"
-            ),
-            kind="servicebus",
-            entity=entity,
-            send_timeout=send_timeout,
-        )
-
-    @classmethod
-    def event_hub(
-        cls,
-        *,
-        app: str,
-        entity: str,
-        namespaces: Mapping[str, Access],
-        store: BlobFailoverStore | None = None,
-        instance: str | None = None,
-        unavailability_window: timedelta = DEFAULT_UNAVAILABILITY_WINDOW,
-        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
-        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
-    ) -> FailoverPublisher[Any]:
-        """A publisher to the event hub ``entity`` (see :meth:`service_bus`)."""
-        follower = _follower(
-            app=app,
-            entity=entity,
-            instance=instance,
-            namespaces=namespaces,
-            store=store,
-            poll_interval=poll_interval,
-        )
-        core = PublisherCore(follower, unavailability_window=unavailability_window)
-        return FailoverPublisher(
-            core,
-            lambda name: EventHubPublishChannel(namespaces[name], entity, label=f"{name}/{entity}"),
-            kind="eventhubs",
-            entity=entity,
-            send_timeout=send_timeout,
-        )
+    CHANNELS: ClassVar[dict[str, Callable[..., Any]]] = {
+        "servicebus": ServiceBusPublishChannel,
+        "eventhubs": EventHubPublishChannel,
+    }
+    _channels: dict[str, _SyncChannel]
 
     def _channel(self, namespace: str) -> _SyncChannel:
         channel = self._channels.get(namespace)
@@ -292,84 +291,11 @@ class FailoverPublisher(_PublisherBase[M]):
 class AsyncFailoverPublisher(_PublisherBase[M]):
     """:class:`FailoverPublisher` for asyncio (the binding store is read in a worker thread)."""
 
-    def __init__(
-        self,
-        core: PublisherCore,
-        channel: Callable[[str], _AsyncChannel],
-        *,
-        kind: str,
-        entity: str,
-        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
-    ) -> None:
-        super().__init__(core, kind=kind, entity=entity, send_timeout=send_timeout)
-        self._make_channel = channel
-        self._channels: dict[str, _AsyncChannel] = {}
-
-    @classmethod
-    def service_bus(
-        cls,
-        *,
-        app: str,
-        entity: str,
-        namespaces: Mapping[str, Access],
-        store: BlobFailoverStore | None = None,
-        instance: str | None = None,
-        unavailability_window: timedelta = DEFAULT_UNAVAILABILITY_WINDOW,
-        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
-        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
-    ) -> AsyncFailoverPublisher[Any]:
-        """See :meth:`FailoverPublisher.service_bus`."""
-        follower = _follower(
-            app=app,
-            entity=entity,
-            instance=instance,
-            namespaces=namespaces,
-            store=store,
-            poll_interval=poll_interval,
-        )
-        core = PublisherCore(follower, unavailability_window=unavailability_window)
-        return AsyncFailoverPublisher(
-            core,
-            lambda name: AsyncServiceBusPublishChannel(
-                namespaces[name], entity, label=f"{name}/{entity}"
-            ),
-            kind="servicebus",
-            entity=entity,
-            send_timeout=send_timeout,
-        )
-
-    @classmethod
-    def event_hub(
-        cls,
-        *,
-        app: str,
-        entity: str,
-        namespaces: Mapping[str, Access],
-        store: BlobFailoverStore | None = None,
-        instance: str | None = None,
-        unavailability_window: timedelta = DEFAULT_UNAVAILABILITY_WINDOW,
-        poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
-        send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
-    ) -> AsyncFailoverPublisher[Any]:
-        """See :meth:`FailoverPublisher.event_hub`."""
-        follower = _follower(
-            app=app,
-            entity=entity,
-            instance=instance,
-            namespaces=namespaces,
-            store=store,
-            poll_interval=poll_interval,
-        )
-        core = PublisherCore(follower, unavailability_window=unavailability_window)
-        return AsyncFailoverPublisher(
-            core,
-            lambda name: AsyncEventHubPublishChannel(
-                namespaces[name], entity, label=f"{name}/{entity}"
-            ),
-            kind="eventhubs",
-            entity=entity,
-            send_timeout=send_timeout,
-        )
+    CHANNELS: ClassVar[dict[str, Callable[..., Any]]] = {
+        "servicebus": AsyncServiceBusPublishChannel,
+        "eventhubs": AsyncEventHubPublishChannel,
+    }
+    _channels: dict[str, _AsyncChannel]
 
     async def _target(self) -> str:
         if self._core.follower.due():

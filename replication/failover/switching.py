@@ -195,41 +195,18 @@ class _Switch:
             else self._wait_for_drain(timeout)
         )
         if not waited:
-            self._write(
-                lease,
-                document.bound(
-                    instance=plan.instance,
-                    entity=plan.entity,
-                    publish=previous,
-                    default=plan.namespaces[0],
-                ).with_switch(
-                    record.model_copy(
-                        update={"finished_at": datetime.now(UTC), "outcome": "timed out"}
-                    )
-                ),
-            )
+            self._bind(lease, document, record, {"publish": previous}, outcome="timed out")
             self.say(
                 f"gave up after {timeout:g} s; publishers moved back to {previous}; consumers "
                 f"never moved. Retry, or use --force to accept the backlog as lost"
             )
             return ExitCode.UNAVAILABLE
-        self._write(
+        self._bind(
             lease,
-            document.bound(
-                instance=plan.instance,
-                entity=plan.entity,
-                consume=plan.target,
-                default=plan.namespaces[0],
-            ).with_switch(
-                record.model_copy(
-                    update={
-                        "phase": "consumers moved",
-                        "finished_at": datetime.now(UTC),
-                        "outcome": "done",
-                        "unreplicated": 0,
-                    }
-                )
-            ),
+            document,
+            record.model_copy(update={"phase": "consumers moved", "unreplicated": 0}),
+            {"consume": plan.target},
+            outcome="done",
         )
         self.say(f"consumers of {plan.client} now bound to {plan.target}; done")
         return ExitCode.OK
@@ -237,24 +214,12 @@ class _Switch:
     def _forced(self, lease: BindingLease, document: BindingDocument, record: SwitchRecord) -> int:
         plan = self.plan
         lost = self._count_unreplicated()
-        self._write(
+        self._bind(
             lease,
-            document.bound(
-                instance=plan.instance,
-                entity=plan.entity,
-                publish=plan.target,
-                consume=plan.target,
-                default=plan.namespaces[0],
-            ).with_switch(
-                record.model_copy(
-                    update={
-                        "phase": "moved",
-                        "finished_at": datetime.now(UTC),
-                        "outcome": "done",
-                        "unreplicated": lost,
-                    }
-                )
-            ),
+            document,
+            record.model_copy(update={"phase": "moved", "unreplicated": lost}),
+            {"publish": plan.target, "consume": plan.target},
+            outcome="done",
         )
         self.say(f"publishers and consumers of {plan.client} now bound to {plan.target}; done")
         return ExitCode.OK
@@ -290,6 +255,25 @@ class _Switch:
                 self.say(f"{task}: {count} messages not replicated" + (f": {shown}" if ids else ""))
             total += count
         return total
+
+    def _bind(
+        self,
+        lease: BindingLease,
+        document: BindingDocument,
+        record: SwitchRecord,
+        roles: dict[str, str],
+        *,
+        outcome: str,
+    ) -> BindingDocument:
+        """Write the final bindings of the switch with ``record`` finished as ``outcome``."""
+        finished = record.model_copy(update={"finished_at": datetime.now(UTC), "outcome": outcome})
+        bound = document.bound(
+            instance=self.plan.instance,
+            entity=self.plan.entity,
+            default=self.plan.namespaces[0],
+            **roles,
+        )
+        return self._write(lease, bound.with_switch(finished))
 
     def _write(self, lease: BindingLease, document: BindingDocument) -> BindingDocument:
         lease.write(render_bindings(document))

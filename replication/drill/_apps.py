@@ -62,7 +62,7 @@ class SampleApp:
         self._publishing.set()
         self._consuming = threading.Event()
         self._consuming.set()
-        self.publisher: FailoverPublisher[Any]
+        self.publisher: FailoverPublisher
         self.consumer: FailoverConsumer | EventHubFailoverConsumer
         if kind == "eventhubs":
             self.publisher = FailoverPublisher.event_hub(

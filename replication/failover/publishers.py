@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Protocol, Self
 
 from replication.exceptions import ReplicationError, TransientForwardError
 from replication.transport.connections import NamespaceAccess
@@ -36,7 +36,6 @@ from replication.transport.failover import (
     OutgoingMessage,
     ServiceBusPublishChannel,
     ensure_message_id,
-    is_single_message,
 )
 
 from ._bindings import Role
@@ -51,7 +50,6 @@ MAX_CALL_SECONDS = 10.0
 given up on for this call and counted as a failure, so the unavailability window applies."""
 
 Access = str | NamespaceAccess
-M = TypeVar("M", bound=OutgoingMessage)
 
 
 class PublishTimeoutError(ReplicationError):
@@ -76,14 +74,14 @@ class _AsyncChannel(Protocol):
     async def close(self) -> None: ...
 
 
-def _batch(messages: M | Sequence[M]) -> list[M]:
-    batch: list[M] = [messages] if is_single_message(messages) else list(messages)  # type: ignore[list-item, arg-type]
+def _batch(messages: OutgoingMessage | Sequence[OutgoingMessage]) -> list[OutgoingMessage]:
+    batch = list(messages) if isinstance(messages, Sequence) else [messages]
     for message in batch:
         ensure_message_id(message)
     return batch
 
 
-class _PublisherBase(Generic[M]):
+class _PublisherBase:
     def __init__(
         self,
         core: PublisherCore,
@@ -213,7 +211,7 @@ class _PublisherBase(Generic[M]):
         )
 
 
-class FailoverPublisher(_PublisherBase[M]):
+class FailoverPublisher(_PublisherBase):
     """Sends to the active namespace (see the module docstring); safe to share between threads
     (each namespace's SDK sender serializes its sends)."""
 
@@ -239,7 +237,7 @@ class FailoverPublisher(_PublisherBase[M]):
 
     def send(
         self,
-        messages: M | Sequence[M],
+        messages: OutgoingMessage | Sequence[OutgoingMessage],
         *,
         timeout: timedelta | None = None,
         partition_key: str | None = None,
@@ -281,14 +279,14 @@ class FailoverPublisher(_PublisherBase[M]):
         for namespace in list(self._channels):
             self._drop(namespace)
 
-    def __enter__(self) -> FailoverPublisher[M]:
+    def __enter__(self) -> FailoverPublisher:
         return self
 
     def __exit__(self, *_: object) -> None:
         self.close()
 
 
-class AsyncFailoverPublisher(_PublisherBase[M]):
+class AsyncFailoverPublisher(_PublisherBase):
     """:class:`FailoverPublisher` for asyncio (the binding store is read in a worker thread)."""
 
     CHANNELS: ClassVar[dict[str, Callable[..., Any]]] = {
@@ -312,7 +310,7 @@ class AsyncFailoverPublisher(_PublisherBase[M]):
 
     async def send(
         self,
-        messages: M | Sequence[M],
+        messages: OutgoingMessage | Sequence[OutgoingMessage],
         *,
         timeout: timedelta | None = None,
         partition_key: str | None = None,
@@ -349,7 +347,7 @@ class AsyncFailoverPublisher(_PublisherBase[M]):
         for namespace in list(self._channels):
             await self._drop(namespace)
 
-    async def __aenter__(self) -> AsyncFailoverPublisher[M]:
+    async def __aenter__(self) -> AsyncFailoverPublisher:
         return self
 
     async def __aexit__(self, *_: object) -> None:

@@ -37,7 +37,6 @@ from ._channels import (
     ServiceBusPublishChannel,
     ensure_message_id,
     event_facts,
-    is_single_message,
     message_facts,
     new_message,
 )
@@ -85,7 +84,6 @@ __all__ = [
     "event_facts",
     "failover_store_from_settings",
     "host_name",
-    "is_single_message",
     "message_facts",
     "new_message",
     "partition_ids",

@@ -63,11 +63,6 @@ def new_message(kind: str, body: bytes, message_id: str) -> OutgoingMessage:
     return ServiceBusMessage(body, message_id=message_id)
 
 
-def is_single_message(value: object) -> bool:
-    """True for one SDK message (as opposed to a sequence of them)."""
-    return isinstance(value, ServiceBusMessage | EventData)
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class MessageFacts:
     """What the skip helper reads from a received message or event."""
@@ -515,7 +510,6 @@ __all__ = [
     "ensure_message_id",
     "event_facts",
     "event_hub_client",
-    "is_single_message",
     "message_facts",
     "new_message",
     "send_in_batches",

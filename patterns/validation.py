@@ -20,9 +20,7 @@ from typing import Literal
 from pydantic import Field, PrivateAttr, field_validator
 
 from replication.envelope import Envelope
-from replication.sql import SqlFilter
-
-from ._base import (
+from replication.planning import (
     DeadLetter,
     Decision,
     Pattern,
@@ -30,6 +28,8 @@ from ._base import (
     Skip,
     TaskContext,
 )
+from replication.sql import SqlFilter
+
 from ._forwarding import forward_to_targets
 from ._property_edits import EditableName
 

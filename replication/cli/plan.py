@@ -25,10 +25,10 @@ from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from patterns import DeadLetter, Forward, Skip, Target
 from replication.capacity import Rate, capacity_plan, render
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
+from replication.planning import DeadLetter, Forward, Skip, Target
 from replication.properties import read_state
 from replication.runtime import MemoryTarget, TargetSender, TaskRunner
 from replication.topology import Topology, load_topology

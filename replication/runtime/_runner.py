@@ -51,7 +51,6 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import timedelta
 from typing import Protocol
 
-from patterns import DeadLetter, Decision, Forward, Target
 from replication.envelope import Envelope
 from replication.exceptions import (
     ForwardError,
@@ -59,6 +58,7 @@ from replication.exceptions import (
     PermanentForwardError,
     TransientForwardError,
 )
+from replication.planning import DeadLetter, Decision, Forward, Target
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_ERROR_DESCRIPTION,

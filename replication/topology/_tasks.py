@@ -16,7 +16,14 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from patterns import PATTERN_NAMES, Pattern, PatternOptions, Target, TaskContext, load_pattern
+from replication.planning import (
+    PATTERN_NAMES,
+    Pattern,
+    PatternOptions,
+    Target,
+    TaskContext,
+    load_pattern,
+)
 from replication.rules import RuleSpec, SpecModel
 
 from ._specs import EntityRef, PositiveDuration

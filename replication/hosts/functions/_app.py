@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import azure.functions as func
 
-from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.heartbeats.functions import register_heartbeats
+from replication.planning import DeadLetter
 from replication.runtime import TaskRunner
 from replication.telemetry import configure_function_app_telemetry
 from replication.topology import (

@@ -67,11 +67,17 @@ class TaskContext:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Forward:
-    """Send ``envelope`` (already stamped as a replica) to ``target``."""
+    """Send ``envelope`` (already stamped as a replica) to ``target``.
+
+    ``part`` tells the replicas of one message apart when a user transform split it (1, 2, ...;
+    0 when the message has one replica): the runtime remembers what a target acknowledged per
+    source position and part, so a redelivered batch re-sends only the parts that are missing.
+    """
 
     source: Envelope
     envelope: Envelope
     target: Target
+    part: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -25,6 +25,10 @@ What happens to each decision of the pattern:
   (dry runs) raises :class:`MessageRejectedError` after everything else was sent.
 - ``Skip``: logged at DEBUG (loop prevention is normal operation, not an error).
 
+A task with a user transform plans through ``_transforming.TransformStage``: the transform
+runs on every message first, within part of the budget, and a message whose transform fails is
+parked as ``TransformFailed`` without holding back its batch-mates.
+
 Every run is measured and traced through :class:`replication.telemetry.TaskTelemetry` (the
 OpenTelemetry API; a no-op until the application configures an SDK): message counts per
 outcome, lag per forwarded replica, batch duration, failed sends, a span per batch and per
@@ -68,6 +72,8 @@ from replication.properties import (
 )
 from replication.telemetry import BatchTelemetry, TaskTelemetry, telemetry_enabled
 from replication.topology import ResolvedTask
+
+from ._transforming import TransformStage
 
 logger = logging.getLogger(__name__)
 
@@ -188,6 +194,14 @@ def position(envelope: Envelope) -> Hashable:
     return (envelope.source, envelope.partition_id, envelope.offset, envelope.message_id)
 
 
+def replica_position(forward: Forward) -> Hashable:
+    """What identifies a forwarded replica across redeliveries: its source's position, and which
+    part of a split it is (see :attr:`Forward.part <replication.planning.Forward.part>`)."""
+    if forward.part == 0:
+        return position(forward.source)
+    return (position(forward.source), forward.part)
+
+
 class _Ledger:
     """The bounded set of (target, source position) pairs a target has acknowledged.
 
@@ -250,6 +264,7 @@ class TaskRunner:
         self.context = task.context
         self._pattern = task.pattern
         self._options = task.options
+        self._transform = TransformStage(task.transform) if task.transform else None
         missing = [str(t) for t in self.context.targets if t not in senders]
         if missing:
             raise ValueError(f"task {task.name}: no sender for {', '.join(missing)}")
@@ -278,7 +293,13 @@ class TaskRunner:
         return max(MIN_SEND_TIMEOUT, deadline - self._clock())
 
     def plan(self, batch: Sequence[Envelope]) -> list[Decision]:
-        """The pattern's decisions for ``batch`` (pure; nothing is sent)."""
+        """The decisions for ``batch``: the pattern's, over what the task's transform returned
+        when it has one (nothing is sent)."""
+        if self._transform is None:
+            return self._plan_pattern(batch)
+        return self._transform.plan(batch, self._plan_pattern, budget=self.retry.budget)
+
+    def _plan_pattern(self, batch: Sequence[Envelope]) -> list[Decision]:
         return self._pattern.plan(batch, self.context, self._options)
 
     def run(self, batch: Sequence[Envelope]) -> BatchOutcome:
@@ -295,7 +316,7 @@ class TaskRunner:
         skipped = already_sent = 0
         for decision in decisions:
             if isinstance(decision, Forward):
-                if (decision.target, position(decision.source)) in self._ledger:
+                if (decision.target, replica_position(decision)) in self._ledger:
                     already_sent += 1
                     continue
                 delivery = deliveries.setdefault(decision.target, _Delivery(decision.target, []))
@@ -443,7 +464,7 @@ class TaskRunner:
         now = time.time()
         for index in acknowledged:
             source = chunk[index].source
-            self._ledger.add((delivery.target, position(source)))
+            self._ledger.add((delivery.target, replica_position(chunk[index])))
             when = source.enqueued_time_utc.timestamp() if source.enqueued_time_utc else None
             enqueued.append(when)
             if when is not None:
@@ -565,5 +586,6 @@ __all__ = [
     "TaskRunner",
     "parked_copy",
     "position",
+    "replica_position",
     "smaller_parked_copy",
 ]

@@ -27,11 +27,11 @@ from replication.exceptions import ReplicationError
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost, emulator_process
 from replication.properties import format_timestamp
-from replication.topology import NamespaceKind, Topology, load_topology
+from replication.topology import NamespaceKind, Topology
 from replication.transport.receivers import drain_servicebus
 from replication.transport.senders import SenderFactory
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,7 +140,7 @@ def _print_verdict(report: dict[str, Any], published: int, output: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args)
     output = Path(args.output)
     with emulator_process(args.topology) as settings, LocalHost(topology, settings) as host:
         published = _publish(topology, settings, args.messages)

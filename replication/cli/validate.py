@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 
 from replication.exit_codes import ExitCode
-from replication.topology import load_topology, sql_texts
+from replication.topology import sql_texts
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args)
     print(f"{args.topology}: valid")
     for namespace in topology.namespaces:
         entities = ", ".join(namespace.entity_names()) or "no entities"

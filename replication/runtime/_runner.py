@@ -304,6 +304,8 @@ class TaskRunner:
         self.context = task.context
         self._pattern = task.pattern
         self._options = task.options
+        if task.spec.transform is not None and task.transform is None:
+            raise ValueError(f"task {task.name}: loaded without its transform (user_code=False)")
         self._transform = TransformStage(task.transform) if task.transform else None
         missing = [str(t) for t in self.context.targets if t not in senders]
         if missing:

@@ -40,6 +40,7 @@ def parse_topology(
     *,
     source: str = "<topology>",
     transforms: Transforms | None = None,
+    user_code: bool = True,
 ) -> Topology:
     """Validate an already-decoded topology document (see :func:`load_topology`)."""
     try:
@@ -48,7 +49,9 @@ def parse_topology(
         raise format_validation_error(error, source) from None
     check_references(topology, source)
     resolved = {
-        task.name: _resolve(topology, index, source, transforms, _transform_path(document, index))
+        task.name: _resolve(
+            topology, index, source, transforms, _transform_path(document, index), user_code
+        )
         for index, task in enumerate(topology.tasks)
     }
     topology = topology.with_resolved(resolved)
@@ -71,10 +74,13 @@ def _resolve(
     source: str,
     transforms: Transforms | None,
     transform_path: str,
+    user_code: bool,
 ) -> ResolvedTask:
     task = topology.tasks[index]
     try:
-        return resolve_task(task, max_hops=topology.max_hops(task), transforms=transforms)
+        return resolve_task(
+            task, max_hops=topology.max_hops(task), transforms=transforms, user_code=user_code
+        )
     except (CodeReferenceError, TransformSignatureError) as error:
         raise ConfigurationError(str(error), source=source, location=transform_path) from None
     except ValidationError as error:
@@ -130,13 +136,18 @@ def _decode(text: str, source: str) -> Any:
 
 
 def load_topology(
-    path: str | os.PathLike[str] | None = None, *, transforms: Transforms | None = None
+    path: str | os.PathLike[str] | None = None,
+    *,
+    transforms: Transforms | None = None,
+    user_code: bool = True,
 ) -> Topology:
     """Read and validate the topology file.
 
     ``path`` defaults to the ``REPLICATION_TOPOLOGY`` setting, then ``topology.json``.
     ``transforms`` are the transforms registered in code that tasks may name (tasks may always
-    name ``package.module:function``).
+    name ``package.module:function``). ``user_code=False`` loads no transform (the emulator, the
+    renderers and the linters need the entities, not the code, and may run where the app's
+    modules are not installed); a runner refuses a task loaded that way.
 
     Raises:
         ConfigurationError: the file is missing, unreadable, a directory, not UTF-8, not JSON
@@ -150,7 +161,7 @@ def load_topology(
     document = _decode(_read(location, source), source)
     if not isinstance(document, dict):
         raise ConfigurationError("the topology must be a JSON object", source=source, location="$")
-    return parse_topology(document, source=source, transforms=transforms)
+    return parse_topology(document, source=source, transforms=transforms, user_code=user_code)
 
 
 __all__ = ["DEFAULT_TOPOLOGY_PATH", "TOPOLOGY_SETTING", "load_topology", "parse_topology"]

@@ -132,10 +132,15 @@ class ResolvedTask:
 
 
 def resolve_task(
-    spec: TaskSpec, *, max_hops: int, transforms: Transforms | None = None
+    spec: TaskSpec,
+    *,
+    max_hops: int,
+    transforms: Transforms | None = None,
+    user_code: bool = True,
 ) -> ResolvedTask:
     """Look up the task's pattern, validate its options into the pattern's model and load its
-    transform (``transforms``: the functions registered in code).
+    transform (``transforms``: the functions registered in code; ``user_code=False``: leave
+    ``transform`` None, for tools that never run the task).
 
     Raises:
         pydantic.ValidationError: a bad option.
@@ -152,7 +157,7 @@ def resolve_task(
         max_hops=max_hops,
     )
     transform = None
-    if spec.transform is not None:
+    if spec.transform is not None and user_code:
         transform = Transform.of(
             resolve_function(spec.transform.function, transforms),
             name=spec.transform.function,

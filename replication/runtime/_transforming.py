@@ -201,9 +201,8 @@ class TransformStage:
                         return
                 message = batch[index]
                 try:
-                    result = await asyncio.wait_for(
-                        _awaitable(self.transform.function(message)), limit
-                    )
+                    async with asyncio.timeout(limit):
+                        result = await _awaitable(self.transform.function(message))
                 except TimeoutError:
                     results[index] = (
                         self._timed_out()

@@ -15,6 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from replication.topology import parse_topology
 from replication.transforms import RejectMessage, SkipMessage, Transforms
 from tests.otel import Sdk
 
+ROOT = Path(__file__).resolve().parents[2]
 NEU = Target("neu", "orders")
 NEU_OTHER = Target("neu", "other")
 
@@ -452,3 +454,58 @@ def test_every_pattern_sends_the_transformed_replica_stamped_as_received(
         assert replica.application_properties["seen"] is True
         assert replica.application_properties[REPL_PATH] == "weu;neu"
     assert outcome.skipped == 1  # the replica from neu is not sent back: loop prevention
+
+
+def test_the_readme_examples_do_what_the_readme_says() -> None:
+    """The examples topology and its transforms (README): mask, enrich, route."""
+    loaded = parse_topology(
+        json.loads((ROOT / "examples" / "user-transforms.json").read_text()), source="examples"
+    )
+
+    def run(task: str, messages: list[Envelope]) -> tuple[dict[str, MemoryTarget], MemoryTarget]:
+        resolved = loaded.resolved(task)
+        targets = {t: MemoryTarget(str(t)) for t in resolved.context.targets}
+        parked = MemoryTarget("parked")
+        TaskRunner(resolved, dict(targets), parked).run(messages)
+        return {str(t): s for t, s in targets.items()}, parked
+
+    def message(n: int, body: object = None, **properties: object) -> Envelope:
+        text = json.dumps(body).encode() if body is not None else b"not json"
+        return Envelope(
+            body=text, message_id=f"m-{n}", sequence_number=n, application_properties=properties
+        )
+
+    sent, parked = run(
+        "orders-masked",
+        [
+            message(1, {"orderId": "o-1", "card": "4111111111111111"}),
+            message(2),
+            message(3, {"orderId": "o-3"}),
+        ],
+    )
+    assert [json.loads(e.body) for e in sent["neu/orders"].received] == [
+        {"orderId": "o-1", "card": "************1111"}
+    ]
+    assert [p.application_properties[DEAD_LETTER_REASON] for p in parked.received] == [
+        "TransformRejected",
+        "ValidationFailed",
+    ]
+    sent, parked = run(
+        "sales-enriched",
+        [message(1, {}, store="s-002"), message(2, {}, store="s-009"), message(3, {}, test=True)],
+    )
+    (enriched,) = sent["neu/sales"].received
+    assert (
+        enriched.application_properties["storeCity"],
+        enriched.application_properties["region"],
+    ) == (
+        "Dublin",
+        "weu",
+    )
+    assert [p.message_id for p in parked.received] == ["m-2"]
+    sent, parked = run(
+        "shipments-by-country",
+        [message(1, {"shipTo": {"country": "ie"}}), message(2, {"shipTo": {"country": "FR"}})],
+    )
+    assert [e.message_id for e in sent["neu/shipments-ie"].received] == ["m-1"]
+    assert [e.message_id for e in sent["neu/shipments-other"].received] == ["m-2"]

@@ -11,36 +11,9 @@ This folder is the ``patterns`` package of a checkout (and of the Function app d
 repository's files); the wheel installs it as ``replication.patterns`` instead, so that no
 generic top-level name lands in site-packages (see ``setup.py``). Its modules therefore import
 each other relatively and the library by absolute ``replication.`` names, which hold in both
-places. The names below are re-exported from :mod:`replication.planning` for convenience.
+places. What a pattern is and returns (``Pattern``, ``Forward``, ``Skip``, ``DeadLetter``,
+``Target``, ``TaskContext``) is :mod:`replication.planning`'s, which everything else imports.
 
 Patterns depend only on the library's value modules (envelope, rules, properties, loops, SQL,
 planning), never on the topology or the runtime, which depend on them.
 """
-
-from __future__ import annotations
-
-from replication.planning import (
-    PATTERN_NAMES,
-    DeadLetter,
-    Decision,
-    Forward,
-    Pattern,
-    PatternOptions,
-    Skip,
-    Target,
-    TaskContext,
-    load_pattern,
-)
-
-__all__ = [
-    "PATTERN_NAMES",
-    "DeadLetter",
-    "Decision",
-    "Forward",
-    "Pattern",
-    "PatternOptions",
-    "Skip",
-    "Target",
-    "TaskContext",
-    "load_pattern",
-]

@@ -27,7 +27,11 @@ def run(args: argparse.Namespace) -> int:
         targets = ", ".join(t.describe() for t in task.targets)
         lane = topology.resolved(task).lane_of
         of = f" (lane of {lane})" if lane else ""
-        print(f"  task {task.name}{of} [{task.pattern}]: {task.source.describe()} -> {targets}")
+        transform = f" (transform {task.transform.function})" if task.transform else ""
+        print(
+            f"  task {task.name}{of} [{task.pattern}]: {task.source.describe()} -> {targets}"
+            f"{transform}"
+        )
     for rule in sql_texts(topology):
         print(f"  rule {rule.rule_name} ({rule.where}): {rule.kind} {rule.expression}")
     return ExitCode.OK

@@ -272,3 +272,35 @@ def test_validators_that_cannot_compile_fail_loading(options: dict[str, Any], sa
     topology["tasks"][1]["options"] = options
     with pytest.raises(ConfigurationError, match=says.replace("[", r"\[").replace("]", r"\]")):
         parse_topology(topology, source="t.json")
+
+
+def test_the_cli_loads_a_registry_named_by_transforms(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    """``--transforms module:name`` gives every command the app's registered transforms."""
+    from replication.cli import main
+
+    (tmp_path / "app_transforms.py").write_text(
+        "from replication.transforms import Transforms\n"
+        "transforms = Transforms()\n"
+        "@transforms.register\n"
+        "def enrich(message):\n"
+        "    return message\n"
+        "not_a_registry = 42\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    topology = tmp_path / "topology.json"
+    topology.write_text(json.dumps(document("enrich")))
+    assert main(["validate", "--topology", str(topology)]) != 0
+    assert "no transform registered as 'enrich'" in capsys.readouterr().err
+    ok = ["validate", "--topology", str(topology), "--transforms", "app_transforms:transforms"]
+    assert main(ok) == 0
+    wrong = [
+        "validate",
+        "--topology",
+        str(topology),
+        "--transforms",
+        "app_transforms:not_a_registry",
+    ]
+    assert main(wrong) != 0
+    assert "--transforms: 'app_transforms:not_a_registry' is a int" in capsys.readouterr().err

@@ -8,7 +8,10 @@ batches, rounds interleaved (a fresh runner each, as the ledger would otherwise 
 - ``none``: no transform;
 - ``def``: ``"transform"`` naming ``def identity(message): return message`` (called in the
   batch's worker thread, its result passed through the guard);
-- ``async def``: the same as a coroutine function (the stage's event loop, ``wait_for`` per call).
+- ``async def``: the same as a coroutine function (the stage's event loop, a timeout per call);
+- ``def, +1 prop``: ``message.with_properties({"tagged": True})``, a replica that differs from
+  the received message, so the guard compares the replication properties and the decisions are
+  mapped back (an identity result skips both).
 
 First to the in-memory target, which isolates the library's own work, so the difference is the
 transform's overhead per message; then, as the denominator the issue's goal is stated against, to
@@ -54,13 +57,23 @@ async def identity_async(message: Envelope) -> Envelope:
     return message
 
 
+def tag(message: Envelope) -> Envelope:
+    return message.with_properties({"tagged": True})
+
+
 def tasks() -> dict[str, ResolvedTask]:
     document: dict[str, Any] = json.loads(EXAMPLE.read_text())
     registry = Transforms()
     registry.register("identity")(identity)
     registry.register("identity_async")(identity_async)
+    registry.register("tag")(tag)
     resolved = {}
-    for name, transform in (("none", None), ("def", "identity"), ("async def", "identity_async")):
+    for name, transform in (
+        ("none", None),
+        ("def", "identity"),
+        ("async def", "identity_async"),
+        ("def, +1 prop", "tag"),
+    ):
         for task in document["tasks"]:
             task.pop("transform", None)
             if task["name"] == TASK and transform is not None:
@@ -136,7 +149,7 @@ def main() -> None:
     )
     for name, seconds in memory.items():
         extra = (seconds - memory["none"]) * 1e6
-        print(f"  {name:10s} {seconds * 1e6:8.2f} us/message  (+{extra:6.2f} us)")
+        print(f"  {name:13s} {seconds * 1e6:8.2f} us/message  (+{extra:6.2f} us)")
 
     with contextlib.ExitStack() as stack:
         settings = stack.enter_context(emulator_process(EXAMPLE))
@@ -156,10 +169,10 @@ def main() -> None:
     )
     for name, seconds in emulator.items():
         print(
-            f"  {name:10s} {seconds * 1e6:8.2f} us/message  {seconds / emulator['none']:5.3f}x none"
+            f"  {name:13s} {seconds * 1e6:8.2f} us/message  {seconds / emulator['none']:5.3f}x none"
         )
     host = emulator["none"]
-    for name in ("def", "async def"):
+    for name in ("def", "async def", "def, +1 prop"):
         overhead = memory[name] - memory["none"]
         print(
             f"{name} transform overhead: {overhead * 1e6:.2f} us/message = "

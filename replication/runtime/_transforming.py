@@ -87,10 +87,16 @@ class TransformStage:
         decisions about the received messages. ``budget``: the invocation's attempt budget in
         seconds (0: none; only ``transform.timeout`` bounds each call)."""
         deadline = self._clock() + budget * TRANSFORM_SHARE if budget else None
+        results = self.apply(batch, deadline)
+        if all(
+            isinstance(result, tuple) and len(result) == 1 and result[0] is source
+            for source, result in zip(batch, results, strict=True)
+        ):
+            return plan(batch)  # every message returned as received: nothing to map back
         decisions: list[Decision] = []
         replicas: list[Envelope] = []
         origins: dict[int, tuple[Envelope, int]] = {}
-        for source, result in zip(batch, self.apply(batch, deadline), strict=True):
+        for source, result in zip(batch, results, strict=True):
             if isinstance(result, tuple):
                 split = len(result) > 1
                 for number, replica in enumerate(result, start=1):

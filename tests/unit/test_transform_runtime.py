@@ -4,8 +4,9 @@ The runner is the real one; targets are ``MemoryTarget`` s, the in-memory transp
 sender that keeps what it gets), so that a batch of 100 can be followed message by message: each
 fault test ends with the right messages parked (with their reason), every other message
 replicated exactly once with its replication properties stamped from what it carried when it was
-received (no loop), and nothing lost. The emulator-backed run of a user transform is the
-host-protocol tier's (``tests/host/test_user_app.py``).
+received (no loop), and nothing lost. The same four faults on the emulator through the local
+host are ``tests/faults/test_transforms.py``; a user's app through the real Functions worker is
+``tests/host/test_user_app.py``.
 """
 
 from __future__ import annotations

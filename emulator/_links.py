@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
-from proton import Condition, Delivery, Endpoint, Link, symbol
+from proton import Condition, Delivery, Endpoint, Link, Terminus, symbol
 
 BATCH_CREDIT = 300
 """Credit the emulator gives a link the peer sends on, topped up when half is used."""
@@ -29,7 +29,21 @@ def amqp_error(condition: str, description: str) -> Condition:
 
 
 def refuse(link: Link, condition: str, description: str) -> None:
-    """Refuse a peer's attach: open the link, then close it with the error."""
+    """Refuse a peer's attach the way Service Bus and Event Hubs do: an attach that names no
+    source and no target, then a detach with the error.
+
+    That is Microsoft.Azure.Amqp's answer to every link whose opening fails on the service
+    side (``AmqpLink.OnLinkOpenFailed`` sends ``CreateAttachForClose()``, only name, role and
+    handle, then closes with the exception's error; Azure/azure-amqp ``src/AmqpLink.cs``). The
+    SDKs never count such a link as attached: ``_incoming_attach`` in their
+    ``_pyamqp/link.py`` (and ``aio/_link_async.py``) marks a link whose attach has no source
+    or target detached, the detach's error is kept, and the receiver's open raises it (the
+    link's ``get_state``), mapped to its exception class, e.g. ``com.microsoft:timeout`` to
+    ``OperationTimeoutError``. An attach echoing the source would count as attached first: the
+    open would succeed with no session and the error would only surface later.
+    """
+    link.source.type = Terminus.UNSPECIFIED
+    link.target.type = Terminus.UNSPECIFIED
     link.open()
     link.condition = amqp_error(condition, description)
     link.close()

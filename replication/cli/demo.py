@@ -1,7 +1,7 @@
 """``python -m replication demo``: the whole product on one machine, without Docker or Azure.
 
 1. start the local AMQP emulator with the topology's namespaces, one port per region, as its own
-   process (``python -m emulator --topology``, see :mod:`replication.emulator_process`);
+   process (``python -m emulator --topology``, see :mod:`replication.hosts.local`);
 2. run every task with the local host (real SDK receivers and senders, as in Azure);
 3. publish ``--messages`` messages to every task's source entity, in every region, and wait
    until the regions go quiet;
@@ -22,11 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from replication.emulator_process import emulator_process
 from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.exit_codes import ExitCode
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost, emulator_process
 from replication.properties import format_timestamp
 from replication.topology import NamespaceKind, Topology, load_topology
 from replication.transport.receivers import drain_servicebus

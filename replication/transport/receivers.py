@@ -17,12 +17,12 @@ with the SDKs, with the host's semantics, and never give up:
   retry policy of the Functions trigger. An event that cannot be read is parked through the
   runner (an event hub has no dead-letter queue) and the position moves past it. Positions
   are checkpointed in blob storage when the ``AzureWebJobsStorage`` setting names an account
-  (Azurite locally; see :mod:`replication.transport.checkpoints`); without it a restarted run
+  (Azurite locally; see :mod:`replication.transport.eventhubs`); without it a restarted run
   starts from the beginning of every partition.
 
 Every loop runs under :func:`supervise`: whatever the broker or a message does to it (a
 namespace restart, a dropped connection, an error inside the SDK), it reconnects with backoff
-and reports the failure in the task's :class:`~replication.task_status.TaskStatus`.
+and reports the failure in the task's :class:`~replication.runtime.TaskStatus`.
 
 Messages the SDK cannot decode (azure-servicebus 7.15.0, measured against the emulator in
 ``tests/e2e/test_poison_messages.py``; azure-eventhub 5.15.1 has the same decoder tables, not
@@ -80,8 +80,7 @@ from azure.servicebus.exceptions import (
 from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
-from replication.runtime import BatchOutcome, TaskRunner
-from replication.task_status import TaskStatus, describe
+from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe
 from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import event_hub_client, servicebus_client

@@ -38,8 +38,7 @@ from replication.topology import (
 from .connections import event_hub_client, servicebus_client
 from .errors import translate
 from .eventhubs import to_event_data
-from .peek import ServiceBusPeeker
-from .servicebus import replica_ids, to_servicebus_message
+from .servicebus import ServiceBusPeeker, replica_ids, to_servicebus_message
 
 K = TypeVar("K")
 T = TypeVar("T")

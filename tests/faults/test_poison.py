@@ -19,7 +19,7 @@ from azure.servicebus.exceptions import MessageSizeExceededError
 from proton import Message, Timeout, char, decimal64
 from proton.utils import BlockingConnection
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_REASON,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from replication.emulator_process import EmulatorStartError, emulator_process
+from replication.hosts.local import EmulatorStartError, emulator_process
 
 
 def _script(tmp_path: Path, body: str) -> Path:

@@ -19,8 +19,7 @@ import pytest
 from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError
-from replication.transport.eventhubs import to_event_data
-from replication.transport.functions import (
+from replication.hosts.functions import (
     STRING_FIELDS,
     TriggerMetadataError,
     envelopes_from_event_hub_batch,
@@ -28,6 +27,7 @@ from replication.transport.functions import (
     parse_host_time,
     reread_reasons,
 )
+from replication.transport.eventhubs import to_event_data
 from replication.transport.servicebus import MAX_MESSAGE_ID_LENGTH, to_servicebus_message
 
 ENQUEUED = "2024-05-01T12:00:00.25+00:00"

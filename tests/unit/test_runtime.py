@@ -20,9 +20,8 @@ from replication.properties import (
     REPL_ORIGIN,
     REPL_PATH,
 )
-from replication.runtime import RetryPolicy, TaskRunner
+from replication.runtime import MemoryTarget, RetryPolicy, TaskRunner
 from replication.topology import load_topology, parse_topology
-from replication.transport.memory import MemoryTarget
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -6,7 +6,7 @@ with the file and JSON path instead of failing on the first message. No connecti
 at indexing: senders are created on first use and reused across invocations.
 
 Triggers (Python v2 programming model, ``cardinality="many"``, ``data_type=BINARY`` so that bodies
-arrive byte-exact; see :mod:`replication.transport.functions` for what else the host sends):
+arrive byte-exact; see :mod:`replication.hosts.functions` for what else the host sends):
 
 - queue source -> ``service_bus_queue_trigger`` (``<queue>/$DeadLetterQueue`` for spillover);
 - topic subscription -> ``service_bus_topic_trigger``;
@@ -18,7 +18,7 @@ arrive byte-exact; see :mod:`replication.transport.functions` for what else the 
   past an event that was not replicated.
 
 With the topology's ``heartbeats`` enabled, the heartbeat tasks are tasks like the others, and
-:mod:`replication.heartbeat_functions` adds the publishing timer and the reading triggers.
+:mod:`replication.heartbeats.functions` adds the publishing timer and the reading triggers.
 
 The trigger's ``connection`` is the namespace's ``connection`` setting prefix: identity-based
 (``<prefix>__fullyQualifiedNamespace``) in Azure, a connection string locally.
@@ -35,9 +35,9 @@ import azure.functions as func
 
 from patterns import DeadLetter
 from replication.envelope import Envelope
-from replication.heartbeat_functions import register_heartbeats
+from replication.heartbeats.functions import register_heartbeats
 from replication.runtime import TaskRunner
-from replication.telemetry_setup import configure_function_app_telemetry
+from replication.telemetry import configure_function_app_telemetry
 from replication.topology import (
     NamespaceKind,
     TaskSpec,
@@ -45,12 +45,13 @@ from replication.topology import (
     load_topology,
     requires_session,
 )
-from replication.transport.functions import (
+from replication.transport.logs import quiet_sdk_loggers
+from replication.transport.senders import SenderFactory
+
+from ._conversion import (
     envelopes_from_event_hub_batch,
     envelopes_from_servicebus_batch,
 )
-from replication.transport.logs import quiet_sdk_loggers
-from replication.transport.senders import SenderFactory
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def _servicebus_handler(
     """The handler of a Service Bus task. A batch whose metadata cannot give exact copies is
     re-read by peeking the source, except from a session-enabled source: only a receiver that
     holds the session may peek it, and the trigger holds it while the function runs, so such a
-    batch fails with :class:`~replication.transport.functions.TriggerMetadataError` (README,
+    batch fails with :class:`~replication.hosts.functions.TriggerMetadataError` (README,
     "Sessions")."""
     source = runner.task.source.entity_path
 
@@ -152,7 +153,7 @@ def build_app(
     """The Functions app for ``topology`` (default: the file named by ``REPLICATION_TOPOLOGY``).
 
     Exports telemetry to Application Insights when ``APPLICATIONINSIGHTS_CONNECTION_STRING``
-    is set (:mod:`replication.telemetry_setup`), before any runner creates its instruments."""
+    is set (:mod:`replication.telemetry`), before any runner creates its instruments."""
     quiet_sdk_loggers()
     settings = environ if environ is not None else dict(os.environ)
     configure_function_app_telemetry(settings)

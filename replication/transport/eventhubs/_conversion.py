@@ -15,10 +15,9 @@ from typing import Any
 from azure.eventhub import EventData
 
 from replication.envelope import Envelope
-
-from ._common import body_bytes, text
-from ._properties import decode_properties, sdk_properties
-from .servicebus import replica_ids
+from replication.transport._common import body_bytes, text
+from replication.transport._properties import decode_properties, sdk_properties
+from replication.transport.servicebus import replica_ids
 
 _MESSAGE_PROPERTY_FIELDS = ("subject", "to", "reply_to")
 

@@ -1,7 +1,7 @@
 """Re-read messages of a Service Bus source by sequence number, without locking them.
 
 The Functions host cannot always say which message of a batch a string field belongs to (see
-:mod:`replication.transport.functions`). The broker can: a peek returns complete messages,
+:mod:`replication.hosts.functions`). The broker can: a peek returns complete messages,
 locked ones included, from a sequence number on, without taking a lock or counting a delivery.
 The batch's messages are locked by the trigger while the function runs, so they are still in
 the entity and peekable.
@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from azure.servicebus import ServiceBusClient, ServiceBusReceiver, ServiceBusSubQueue
 
 from replication.envelope import Envelope
+from replication.transport.errors import translate
 
-from .errors import translate
-from .servicebus import envelope_from_received
+from ._conversion import envelope_from_received
 
 MAX_PEEK = 250
 """Messages asked for per peek; bounded because a peek reads foreign messages in gaps too."""

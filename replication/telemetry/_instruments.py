@@ -2,7 +2,7 @@
 
 The library depends on ``opentelemetry-api`` alone: with no SDK configured every call below is
 the API's no-op. The application configures the SDK and its exporters
-(:mod:`replication.telemetry_setup`: Azure Monitor in the Function app, OTLP or the console
+(``_setup`` in this package: Azure Monitor in the Function app, OTLP or the console
 for local runs). One app setting switches everything off: ``REPLICATION_TELEMETRY=off`` (also
 ``false``, ``0``, ``none``), and then replicas keep the trace properties their source carried.
 

@@ -40,7 +40,7 @@ def emulator_process(
     startup_timeout: float = 60.0,
 ) -> Iterator[dict[str, str]]:
     """Serve ``topology``'s namespaces until the block exits; yields the app settings."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]  # the repository, where `emulator` is a package
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             [os.fspath(python), "-m", "emulator", "--topology", os.fspath(topology)],

@@ -7,7 +7,7 @@ app uses. Connection settings are read from the environment exactly as in Azure 
 :mod:`replication.transport.connections`), so pointing ``SB_WEU`` etc. at the local emulator's
 connection strings is all a local run needs; a connection string that cannot be parsed stops
 the start with the setting's name. Event Hubs positions are checkpointed where
-``AzureWebJobsStorage`` points (Azurite locally; see :mod:`replication.transport.checkpoints`).
+``AzureWebJobsStorage`` points (Azurite locally; see :mod:`replication.transport.eventhubs`).
 
 A task whose source queue or subscription requires sessions runs
 :data:`~replication.transport.receivers.CONCURRENT_SESSIONS` loops, each holding one session at a
@@ -20,7 +20,7 @@ It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anythin
 
 With heartbeats enabled (the topology's ``heartbeats`` section, :mod:`replication.heartbeats`)
 it also publishes each source namespace's heartbeat every interval and reads the heartbeats
-arriving at each receiving namespace (:mod:`replication.local_heartbeats`) into
+arriving at each receiving namespace (:mod:`replication.heartbeats.local`) into
 :attr:`LocalHost.heartbeats`, which the ``replication.heartbeat.age`` gauge and the live table
 read. The heartbeat tasks are ordinary tasks here, but their traffic does not count as activity
 for ``--until-idle``.
@@ -37,11 +37,11 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 
 from replication.heartbeats import HeartbeatBook
-from replication.local_heartbeats import start_heartbeats
-from replication.task_status import TaskStatus
+from replication.heartbeats.local import start_heartbeats
+from replication.runtime import TaskStatus
 from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
-from replication.transport.checkpoints import STORAGE_SETTING, checkpoint_store
 from replication.transport.connections import check_settings
+from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store
 from replication.transport.receivers import (
     CONCURRENT_SESSIONS,
     Isolation,

@@ -1,6 +1,6 @@
 """The heartbeat functions of the Function app: a timer that publishes, triggers that read.
 
-Registered by :func:`replication.functions_app.build_app` when the topology enables heartbeats
+Registered by :func:`replication.hosts.functions.build_app` when the topology enables heartbeats
 (see :mod:`replication.heartbeats`):
 
 - ``heartbeat-publish``: a timer trigger on the NCRONTAB schedule of ``heartbeats.interval``
@@ -12,7 +12,7 @@ Registered by :func:`replication.functions_app.build_app` when the topology enab
 - ``heartbeat-read-<namespace>``: a batch trigger on the ``heartbeat-reader`` subscription of
   every receiving namespace, which records each heartbeat in the app's
   :class:`~replication.heartbeats.HeartbeatBook`, read by the ``replication.heartbeat.age``
-  gauge (:mod:`replication.heartbeat_metrics`) of that instance.
+  gauge (:mod:`replication.heartbeats`) of that instance.
 
 Scaled out, every instance runs the timer (Functions timers are singletons, so one publishes
 per tick) and the readers' heartbeats are spread over instances; each instance's gauge reports
@@ -27,8 +27,6 @@ from collections.abc import Callable
 
 import azure.functions as func
 
-from replication.heartbeat_metrics import observe_heartbeat_age
-from replication.heartbeats import HeartbeatBook, heartbeat_now, parse_heartbeat
 from replication.topology import (
     HEARTBEAT_READER,
     Topology,
@@ -38,6 +36,9 @@ from replication.topology import (
     heartbeat_schedule,
 )
 from replication.transport.senders import SenderFactory
+
+from ._messages import HeartbeatBook, heartbeat_now, parse_heartbeat
+from ._metric import observe_heartbeat_age
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,8 @@ import uuid
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
 from replication.envelope import Envelope
-
-from ._common import body_bytes, text
-from ._properties import decode_properties, sdk_properties
+from replication.transport._common import body_bytes, text
+from replication.transport._properties import decode_properties, sdk_properties
 
 
 def envelope_from_received(

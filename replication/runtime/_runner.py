@@ -3,7 +3,7 @@
 :class:`TaskRunner` is what every triggered function (and the local host) calls. It is
 independent of the Azure SDKs: targets are :class:`TargetSender` objects
 (``replication.transport.senders`` for Service Bus and Event Hubs,
-``replication.transport.memory`` for tests and dry runs).
+:class:`~replication.runtime.MemoryTarget` for tests and dry runs).
 
 What happens to each decision of the pattern:
 

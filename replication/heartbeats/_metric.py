@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from replication.heartbeats import HeartbeatBook
+from ._messages import HeartbeatBook
 
 METER_NAME = "replication.heartbeats"
 GAUGE_NAME = "replication.heartbeat.age"

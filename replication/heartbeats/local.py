@@ -14,9 +14,7 @@ import functools
 import threading
 from collections.abc import Mapping
 
-from replication.heartbeat_metrics import observe_heartbeat_age
-from replication.heartbeats import HeartbeatBook, publish_forever
-from replication.task_status import TaskStatus
+from replication.runtime import TaskStatus
 from replication.topology import (
     Topology,
     heartbeat_origins,
@@ -26,6 +24,9 @@ from replication.topology import (
 from replication.transport.heartbeats import run_heartbeat_reader
 from replication.transport.receivers import supervise
 from replication.transport.senders import SenderFactory
+
+from ._messages import HeartbeatBook, publish_forever
+from ._metric import observe_heartbeat_age
 
 
 def start_heartbeats(

@@ -28,7 +28,7 @@ description do arrive: Service Bus keeps them as the application properties
 Whenever the metadata cannot give an exact copy, the converter re-reads the batch's messages
 from the source by sequence number and takes the fields the metadata lacks from those complete
 messages (a peek: it takes no lock and does not count as a delivery; see
-:class:`replication.transport.peek.ServiceBusPeeker`). That is the case when a string array is
+:class:`replication.transport.servicebus.ServiceBusPeeker`). That is the case when a string array is
 shorter than the batch, or when a message has a TTL (``ExpiresAt`` is not
 ``DateTimeOffset.MaxValue``). Other batches are converted from the metadata alone, exactly, at
 no extra cost; :func:`reread_reasons` says which case applies. Application properties always
@@ -52,9 +52,8 @@ from patterns import DeadLetter
 from replication.envelope import MESSAGE_FIELDS, Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
 from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
-
-from ._common import text
-from ._properties import decode_properties
+from replication.transport._common import text
+from replication.transport._properties import decode_properties
 
 logger = logging.getLogger(__name__)
 

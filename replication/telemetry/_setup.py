@@ -1,10 +1,10 @@
 """Configure the OpenTelemetry SDK and its exporters for the applications of this repository.
 
-The library itself (:mod:`replication.telemetry`) only uses the OpenTelemetry API; an
+The library itself (``_instruments`` in this package) only uses the OpenTelemetry API; an
 application decides where metrics and traces go. Two applications live here:
 
 - The Function app (:func:`configure_function_app_telemetry`, called by
-  :func:`replication.functions_app.build_app` before any runner exists): when
+  :func:`replication.hosts.functions.build_app` before any runner exists): when
   ``APPLICATIONINSIGHTS_CONNECTION_STRING`` is set, ``configure_azure_monitor()`` of
   ``azure-monitor-opentelemetry`` exports metrics, traces and logs to Application Insights.
   Entra ID authentication: the exporter reads ``APPLICATIONINSIGHTS_AUTHENTICATION_STRING``
@@ -30,7 +30,7 @@ import logging
 from collections.abc import Mapping
 from types import ModuleType
 
-from replication.telemetry import TELEMETRY_SETTING, telemetry_enabled
+from ._instruments import TELEMETRY_SETTING, telemetry_enabled
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 With the topology's ``heartbeats`` section enabled (see :mod:`replication.topology._heartbeats`
 for the entities and tasks it adds), every Service Bus namespace that is a task source gets a
 heartbeat every interval, published on its heartbeat topic by a timer (a Functions timer
-trigger, :mod:`replication.heartbeat_functions`; a thread of the local host,
+trigger, :mod:`replication.heartbeats.functions`; a thread of the local host,
 :func:`publish_forever`). The generated heartbeat tasks replicate it like any message; at each
 receiving namespace a reader (:mod:`replication.transport.heartbeats`) hands every heartbeat to
 a :class:`HeartbeatBook`, which keeps per path (origin, target) the publish time of the latest

@@ -27,8 +27,7 @@ from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import ContainerClient
 
 from replication.exceptions import ConfigurationError
-
-from .connections import prefixed_credential
+from replication.transport.connections import prefixed_credential
 
 logger = logging.getLogger(__name__)
 

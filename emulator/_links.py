@@ -34,7 +34,11 @@ def refuse(link: Link, condition: str, description: str) -> None:
 
     That is Microsoft.Azure.Amqp's answer to every link whose opening fails on the service
     side (``AmqpLink.OnLinkOpenFailed`` sends ``CreateAttachForClose()``, only name, role and
-    handle, then closes with the exception's error; Azure/azure-amqp ``src/AmqpLink.cs``). The
+    handle, then closes with the exception's error; Azure/azure-amqp ``src/AmqpLink.cs``), and
+    what a frame trace of Service Bus shows for a next-available session receiver on an empty
+    session queue: ``Attach{source=null, target=null, properties=null}``, then
+    ``Detach{closed=true, error=com.microsoft:timeout}`` (an Azure SDK for Java investigation
+    of session links that could not recover). The
     SDKs never count such a link as attached: ``_incoming_attach`` in their
     ``_pyamqp/link.py`` (and ``aio/_link_async.py``) marks a link whose attach has no source
     or target detached, the detach's error is kept, and the receiver's open raises it (the

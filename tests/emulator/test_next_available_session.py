@@ -3,7 +3,8 @@
 Service Bus answers such an attach, once the receiver's own timeout has passed, the way
 Microsoft.Azure.Amqp answers every link whose opening failed (``AmqpLink.OnLinkOpenFailed``:
 an attach naming no source or target, then a detach with the error, here
-``com.microsoft:timeout``). The SDK then never counts the link as attached: its open raises
+``com.microsoft:timeout``; a Service Bus frame trace shows exactly that, see
+``emulator._links.refuse``). The SDK then never counts the link as attached: its open raises
 ``OperationTimeoutError`` (``_ERROR_CODE_TO_ERROR_MAPPING`` in
 ``_transport/_pyamqp_transport.py``; ``_do_retryable_operation`` adds the hint about
 NEXT_AVAILABLE_SESSION), which is how Microsoft's ``session_pool_receive_async.py`` sample

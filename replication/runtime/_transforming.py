@@ -195,34 +195,35 @@ class TransformStage:
         deadline: float | None,
         results: list[Checked | None],
     ) -> None:
-        gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
+        pending = iter(range(len(batch)))
 
-        async def call(index: int) -> None:
-            async with gate:
-                limit = self.transform.timeout
-                if deadline is not None:
-                    limit = min(limit, deadline - self._clock())
-                    if limit <= 0:
-                        results[index] = self._not_reached()
-                        return
-                message = batch[index]
-                try:
-                    async with asyncio.timeout(limit):
-                        result = await _awaitable(self.transform.function(message))
-                except TimeoutError:
-                    results[index] = (
-                        self._timed_out()
-                        if limit == self.transform.timeout
-                        else TransformFailure(
-                            "did not return before the batch's time budget for transforms ran out"
-                        )
-                    )
-                except (Exception, asyncio.CancelledError) as error:
-                    results[index] = failure_of(error)
-                else:
-                    results[index] = checked_result(message, result)
+        async def calls() -> None:
+            # One of ASYNC_CONCURRENCY lanes: takes the next message until none is left.
+            for index in pending:
+                results[index] = await self._call(batch[index], deadline)
 
-        await asyncio.gather(*(call(index) for index in range(len(batch))))
+        lanes = min(ASYNC_CONCURRENCY, len(batch))
+        await asyncio.gather(*(calls() for _ in range(lanes)))
+
+    async def _call(self, message: Envelope, deadline: float | None) -> Checked:
+        limit = self.transform.timeout
+        if deadline is not None:
+            limit = min(limit, deadline - self._clock())
+            if limit <= 0:
+                return self._not_reached()
+        try:
+            async with asyncio.timeout(limit):
+                value = self.transform.function(message)
+                result = await value if inspect.isawaitable(value) else value
+        except TimeoutError:
+            if limit == self.transform.timeout:
+                return self._timed_out()
+            return TransformFailure(
+                "did not return before the batch's time budget for transforms ran out"
+            )
+        except (Exception, asyncio.CancelledError) as error:
+            return failure_of(error)
+        return checked_result(message, result)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         with self._loop_lock:
@@ -330,12 +331,6 @@ class _SyncCalls:
 def _known(result: Checked | None) -> Checked:
     assert result is not None, "every message of the batch has a result"
     return result
-
-
-async def _awaitable(value: object) -> object:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 def _verdict(source: Envelope, result: Checked, name: str) -> Decision:

@@ -22,6 +22,7 @@ from replication.showcase._checks import (
     replica_time_to_live,
     routed_through,
 )
+from replication.showcase._emulators import ShowcaseEmulators
 from replication.topology import EntityRef, Topology, load_topology
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -263,3 +264,15 @@ def test_only_names_the_scenarios_when_the_name_is_unknown() -> None:
     assert [s.name for s in choose("mesh")] == ["mesh"]
     with pytest.raises(ConfigurationError, match="--only mess: no such scenario; choose one of "):
         choose("mess")
+
+
+def test_a_killable_namespace_starts_each_run_empty(tmp_path: Path) -> None:
+    """An earlier run's data directory would restore its duplicate detection history, which
+    drops the new run's replicas (same MessageIds): the outage scenario's second run lost
+    every message before the showcase removed it."""
+    topology = load_topology(EXAMPLES / "two-region-all-active.json")
+    earlier = tmp_path / "outage-neu" / "data" / "outage-neu.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text('{"format": 1, "state": {}}')
+    ShowcaseEmulators({"outage": (topology, ("neu",))}, tmp_path)
+    assert not earlier.parent.exists()

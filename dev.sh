@@ -2,7 +2,9 @@
 # The project's two entry points, for a fresh Debian/Ubuntu machine with Python 3.11+:
 #
 #   ./dev.sh demo    set everything up, then run the local demo (emulator, replication, audit)
-#   ./dev.sh test    set everything up, then run linters, type checks and the whole test suite
+#   ./dev.sh check   the inner loop: ruff, mypy and the fast test tier (no emulator, no Spark)
+#   ./dev.sh test    set everything up, then run linters, type checks and every test tier (what
+#                    CI runs), and print each step's time
 #   ./dev.sh bench   set everything up, then run the benchmarks (prints their figures)
 #
 # Setup is idempotent: it creates .venv, installs requirements-dev.txt (again only when it
@@ -125,21 +127,105 @@ run_demo() {
         --output demo-output "$@"
 }
 
-run_tests() {
+# The wall time of each step of `./dev.sh test` and `./dev.sh check`, printed at the end (also
+# when a step fails). Steps run one after another; inside a test tier, pytest-xdist runs tests on
+# several processes (tests/conftest.py says what each tier needs).
+STEP_TIMES=()
+RUN_STARTED=$SECONDS
+STEP=""
+STEP_STARTED=0
+
+timed() {
+    # timed NAME COMMAND...: run COMMAND and note its wall time under NAME. COMMAND runs under
+    # `set -e` as usual (no `||` here, which would switch that off inside it); when it fails,
+    # the EXIT trap notes the step as failed.
+    STEP=$1
+    STEP_STARTED=$SECONDS
+    shift
+    "$@"
+    STEP_TIMES+=("$(printf '%-9s %5d s' "$STEP" $((SECONDS - STEP_STARTED)))")
+    STEP=""
+}
+
+print_step_times() {
+    if [ -n "$STEP" ]; then
+        STEP_TIMES+=("$(printf '%-9s %5d s  (failed)' "$STEP" $((SECONDS - STEP_STARTED)))")
+    fi
+    [ "${#STEP_TIMES[@]}" -gt 0 ] || return 0
+    log "times: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '  %s\n' "${STEP_TIMES[@]}" >&2
+    printf '  %-9s %5d s\n' total $((SECONDS - RUN_STARTED)) >&2
+}
+
+lint() {
+    log "ruff (lint and format)"
+    "$VENV/bin/ruff" check .
+    "$VENV/bin/ruff" format --check .
+}
+
+typecheck() {
+    log "mypy (strict)"
+    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks function_app.py
+}
+
+# Processes per tier (pytest-xdist). The fast tier is CPU-bound: one per core. The emulator and
+# fault tiers mostly wait on the wire (SDK link setup, lock expiry, outages they cause), so more
+# processes than cores overlap those waits; every test there serves its own emulators on free
+# ports with its own tmp_path. The Spark tier shares one SparkSession in one process.
+TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:1 samples:2)
+
+pytest_tier() {
+    # pytest_tier TIER [PYTEST ARGS...]: one tier of tests/conftest.py.
+    local tier=$1 entry workers=1 status=0
+    shift
+    for entry in "${TIER_WORKERS[@]}"; do
+        [ "${entry%%:*}" = "$tier" ] && workers=${entry#*:}
+    done
+    log "pytest: $tier tier ($workers process(es))"
+    local parallel=()
+    [ "$workers" -gt 1 ] && parallel=(-n "$workers")
+    "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" tests "$@" || status=$?
+    # Exit 5 (no tests collected) fails CI, unless the caller's arguments narrowed the run.
+    if [ "$status" -eq 5 ] && [ "$#" -gt 0 ]; then
+        log "no $tier tests among the arguments"
+        return 0
+    fi
+    return "$status"
+}
+
+host_tier() {
+    log "pytest: host-protocol tier (Python 3.13, the Functions Python worker runtime)"
+    REPLICATION_EMULATOR_PYTHON="$PWD/$VENV/bin/python" \
+        "$HOST_VENV/bin/python" -m pytest --confcutdir=tests/host -p no:cacheprovider tests/host
+}
+
+setup_tests() {
     ensure_venv
     ensure_java
     ensure_node_tools
     ensure_host_venv
-    log "ruff (lint and format)"
-    "$VENV/bin/ruff" check .
-    "$VENV/bin/ruff" format --check .
-    log "mypy (strict)"
-    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks function_app.py
-    log "pytest"
-    "$VENV/bin/python" -m pytest "$@"
-    log "pytest: host-protocol tier (Python 3.13, the Functions Python worker runtime)"
-    REPLICATION_EMULATOR_PYTHON="$PWD/$VENV/bin/python" \
-        "$HOST_VENV/bin/python" -m pytest --confcutdir=tests/host -p no:cacheprovider tests/host
+}
+
+run_check() {
+    # The inner loop: ruff, mypy and the fast tier; arguments go to pytest.
+    trap print_step_times EXIT
+    timed setup ensure_venv
+    timed ruff lint
+    timed mypy typecheck
+    timed fast pytest_tier fast "$@"
+}
+
+run_tests() {
+    # Everything CI runs; arguments go to each tier's pytest (not to the host tier's).
+    trap print_step_times EXIT
+    timed setup setup_tests
+    timed ruff lint
+    timed mypy typecheck
+    local tier
+    for tier in fast emulator faults spark samples; do
+        timed "$tier" pytest_tier "$tier" "$@"
+    done
+    timed host host_tier
 }
 
 run_bench() {
@@ -158,7 +244,8 @@ run_bench() {
 
 case "${1:-}" in
     demo) shift; run_demo "$@" ;;
+    check) shift; run_check "$@" ;;
     test) shift; run_tests "$@" ;;
     bench) shift; run_bench "$@" ;;
-    *) echo "usage: $0 demo|test|bench" >&2; exit 2 ;;
+    *) echo "usage: $0 demo|check|test|bench" >&2; exit 2 ;;
 esac

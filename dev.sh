@@ -172,7 +172,7 @@ typecheck() {
 # fault tiers mostly wait on the wire (SDK link setup, lock expiry, outages they cause), so more
 # processes than cores overlap those waits; every test there serves its own emulators on free
 # ports with its own tmp_path. The Spark tier shares one SparkSession in one process.
-TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:1 samples:2)
+TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:2 samples:2)
 
 pytest_tier() {
     # pytest_tier TIER [PYTEST ARGS...]: one tier of tests/conftest.py.
@@ -183,7 +183,7 @@ pytest_tier() {
     done
     log "pytest: $tier tier ($workers process(es))"
     local parallel=()
-    [ "$workers" -gt 1 ] && parallel=(-n "$workers")
+    [ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist loadgroup)
     "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" tests "$@" || status=$?
     # Exit 5 (no tests collected) fails CI, unless the caller's arguments narrowed the run.
     if [ "$status" -eq 5 ] && [ "$#" -gt 0 ]; then

@@ -1,4 +1,8 @@
-"""One local SparkSession for the Spark tests (local[2], UI off, few shuffle partitions)."""
+"""One local SparkSession for the Spark tests (local[2], UI off, few shuffle partitions).
+
+The tests that use it form one pytest-xdist group, so that a run on several processes
+(``./dev.sh test``: ``--dist loadgroup``) starts one session, not one per process; the demo
+(its own Spark, in a subprocess) runs beside them."""
 
 from __future__ import annotations
 
@@ -8,6 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 pyspark = pytest.importorskip("pyspark")
+
+SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""JVM options for a session of many small jobs: the quick (C1) JIT only and the serial
+collector. They change how fast the tests run, not what Spark computes: on the shared 2-core
+machine the JVM's CPU time for ``test_dedup_audit.py`` fell from 82 s to 43 s."""
 
 
 @pytest.fixture(scope="session")
@@ -22,9 +31,15 @@ def spark() -> Iterator[object]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.driver.extraJavaOptions", f"-Duser.timezone=UTC {SHORT_RUN_JVM}")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark-session"))

@@ -40,12 +40,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from patterns import Target
-from replication.emulator_process import emulator_process
 from replication.envelope import Envelope
-from replication.runtime import TargetSender, TaskRunner
+from replication.hosts.local import emulator_process
+from replication.runtime import MemoryTarget, TargetSender, TaskRunner
 from replication.telemetry import TaskTelemetry
 from replication.topology import load_topology
-from replication.transport.memory import MemoryTarget
 from replication.transport.senders import SenderFactory
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "two-region-all-active.json"

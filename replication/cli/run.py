@@ -4,7 +4,7 @@ It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anythin
 seconds, and prints per task how many messages and batches it handled. On a terminal it shows
 a live per-task table meanwhile (:mod:`._live`); otherwise the log lines only. It exits with
 ``UNAVAILABLE`` (3) when a task was failing at the end (it could not reach its source or its
-targets, or its last batch failed), so that a script notices. See :mod:`replication.local_host`
+targets, or its last batch failed), so that a script notices. See :mod:`replication.hosts.local`
 for what it runs and which settings it reads.
 """
 
@@ -16,8 +16,8 @@ import sys
 import threading
 
 from replication.exit_codes import ExitCode
-from replication.local_host import LocalHost
-from replication.telemetry_setup import configure_local_telemetry
+from replication.hosts.local import LocalHost
+from replication.telemetry import configure_local_telemetry
 from replication.topology import load_topology
 
 from ._live import show_live

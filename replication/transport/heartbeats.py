@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 
 from replication.heartbeats import Heartbeat, HeartbeatBook, parse_heartbeat
-from replication.task_status import TaskStatus
+from replication.runtime import TaskStatus
 from replication.topology import HEARTBEAT_READER, EntityRef, NamespaceSpec
 
 from .connections import servicebus_client

@@ -15,14 +15,15 @@ with the SDKs, with the host's semantics, and never give up:
   make progress never holds back another. The position advances only after the runner
   returned; a failing batch is retried with exponential backoff (5 s to 5 min), like the
   retry policy of the Functions trigger. An event that cannot be read is parked through the
-  runner (an event hub has no dead-letter queue) and the position moves past it. Positions
-  are checkpointed in blob storage when the ``AzureWebJobsStorage`` setting names an account
-  (Azurite locally; see :mod:`replication.transport.checkpoints`); without it a restarted run
-  starts from the beginning of every partition.
+  runner (an event hub has no dead-letter queue) with everything that converts
+  (:func:`~replication.transport.eventhubs.salvaged_event`), and the position moves past it.
+  Positions are checkpointed in blob storage when the ``AzureWebJobsStorage`` setting names an
+  account (Azurite locally; see :mod:`replication.transport.eventhubs`); without it a
+  restarted run starts from the beginning of every partition.
 
 Every loop runs under :func:`supervise`: whatever the broker or a message does to it (a
 namespace restart, a dropped connection, an error inside the SDK), it reconnects with backoff
-and reports the failure in the task's :class:`~replication.task_status.TaskStatus`.
+and reports the failure in the task's :class:`~replication.runtime.TaskStatus`.
 
 Messages the SDK cannot decode (azure-servicebus 7.15.0, measured against the emulator in
 ``tests/e2e/test_poison_messages.py``; azure-eventhub 5.15.1 has the same decoder tables, not
@@ -80,12 +81,11 @@ from azure.servicebus.exceptions import (
 from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
-from replication.runtime import BatchOutcome, TaskRunner
-from replication.task_status import TaskStatus, describe
+from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe
 from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import event_hub_client, servicebus_client
-from .eventhubs import envelope_from_event
+from .eventhubs import envelope_from_event, salvaged_event
 from .servicebus import envelope_from_received
 
 logger = logging.getLogger(__name__)
@@ -541,8 +541,21 @@ def _settle_batch(
         for message in batch.accepted:
             _settle(receiver.abandon_message, message)
         return
+    # A message whose parked copy could only be a notice (too large for the parking entity)
+    # stays whole in the source's dead-letter queue, which the notice points to.
+    keep = {d.source.sequence_number: d for d in batch.outcome.dead_letter_in_source}
     for message in batch.accepted:
-        _settle(receiver.complete_message, message)
+        kept = keep.get(message.sequence_number)
+        if kept is None:
+            _settle(receiver.complete_message, message)
+        else:
+            logger.warning(
+                "%s: dead-lettering message %s in the source: its parked copy had to leave the "
+                "body out",
+                runner.task.name,
+                message.message_id,
+            )
+            _settle(receiver.dead_letter_message, message, kept.reason, kept.description[:1024])
     unreadable = len(batch.unreadable)
     status.record(
         len(batch.accepted) + unreadable, parked=len(batch.outcome.dead_lettered) + unreadable
@@ -699,7 +712,7 @@ def _handle_event_batch(
         except Exception as error:  # whatever the event holds, it must not block the partition
             unreadable.append(
                 DeadLetter(
-                    _raw_envelope(event, context.partition_id, source.entity_path),
+                    salvaged_event(event, context.partition_id, source=source.entity_path),
                     getattr(error, "reason", "UnreadableEvent"),
                     describe(error),
                 )
@@ -734,46 +747,9 @@ def _handle_event_batch(
         return
 
 
-def _raw_envelope(event: EventData, partition: str | None, source: str) -> Envelope:
-    """What can be kept of an event that cannot be converted: its body bytes and position."""
-    try:
-        body = b"".join(event.raw_amqp_message.body) if event.body_type.value == "data" else b""
-    except Exception:
-        body = b""
-    return Envelope(
-        body=body,
-        sequence_number=event.sequence_number,
-        partition_id=partition,
-        source=source,
-    )
-
-
-def drain_servicebus(
-    namespace: NamespaceSpec,
-    entity: str,
-    subscription: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    idle_seconds: float = 2.0,
-) -> list[Envelope]:
-    """Receive and complete everything in a queue or subscription until it stays empty for
-    ``idle_seconds`` (for local consumers such as the demo's capture, not for replication)."""
-    drained: list[Envelope] = []
-    with (
-        servicebus_client(namespace, environ) as client,
-        _receiver(client, entity, subscription, wait=idle_seconds) as receiver,
-    ):
-        while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle_seconds):
-            for message in batch:
-                drained.append(envelope_from_received(message))
-                receiver.complete_message(message)
-    return drained
-
-
 __all__ = [
     "Isolation",
     "UnreadableTransferError",
-    "drain_servicebus",
     "run_event_hub_source",
     "run_servicebus_source",
     "source_receiver",

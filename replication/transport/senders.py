@@ -38,8 +38,7 @@ from replication.topology import (
 from .connections import event_hub_client, servicebus_client
 from .errors import translate
 from .eventhubs import to_event_data
-from .peek import ServiceBusPeeker
-from .servicebus import replica_ids, to_servicebus_message
+from .servicebus import ServiceBusPeeker, replica_ids, to_servicebus_message
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -293,7 +292,14 @@ class SenderFactory:
         )
         budget = attempt_budget(self._topology, task.spec)
         retry = RetryPolicy.from_task(task, budget, bound_sends=bound_sends)
-        return TaskRunner(task, senders, dead_letter, retry=retry, telemetry=self.telemetry(task))
+        return TaskRunner(
+            task,
+            senders,
+            dead_letter,
+            retry=retry,
+            telemetry=self.telemetry(task),
+            source_kind=self._topology.namespace(task.spec.source.namespace).kind,
+        )
 
     def telemetry(
         self,

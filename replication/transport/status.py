@@ -42,7 +42,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusReceiver, ServiceBusSub
 from azure.servicebus.exceptions import ServiceBusError
 
 from replication.properties import DEAD_LETTER_SOURCE
-from replication.task_status import describe
+from replication.runtime import describe
 from replication.topology import (
     EntityRef,
     NamespaceKind,
@@ -54,8 +54,8 @@ from replication.topology import (
 )
 from replication.values import as_text
 
-from .checkpoints import checkpoint_store
 from .connections import event_hub_client, servicebus_client
+from .eventhubs import checkpoint_store
 from .heartbeats import peek_latest_heartbeats
 
 PEEK_CAP = 5000

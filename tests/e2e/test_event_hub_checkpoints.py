@@ -22,11 +22,11 @@ pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
 
 import emulator
 from replication.exceptions import ConfigurationError
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, load_topology
-from replication.transport.checkpoints import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
-from replication.transport.receivers import drain_servicebus
+from replication.transport.consumers import drain_servicebus
+from replication.transport.eventhubs import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
 from replication.transport.status import read_status
 from tests.e2e.conftest import AZURITE_ACCOUNT, AZURITE_KEY
 

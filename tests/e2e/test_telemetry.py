@@ -15,7 +15,7 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from opentelemetry import trace
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
 from replication.telemetry import DIAGNOSTIC_ID, TRACE_PARENT
 from replication.topology import Topology, parse_topology

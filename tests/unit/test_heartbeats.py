@@ -12,9 +12,14 @@ from typing import Any
 import pytest
 
 from replication.exceptions import ConfigurationError
-from replication.functions_app import build_app
-from replication.heartbeat_metrics import heartbeat_observations
-from replication.heartbeats import Heartbeat, HeartbeatBook, heartbeat_now, parse_heartbeat
+from replication.heartbeats import (
+    Heartbeat,
+    HeartbeatBook,
+    heartbeat_now,
+    heartbeat_observations,
+    parse_heartbeat,
+)
+from replication.hosts.functions import build_app
 from replication.render.access import role_assignments
 from replication.topology import (
     HEARTBEAT_READER,

@@ -23,18 +23,18 @@ from replication.exceptions import (
     TransientForwardError,
 )
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
-from replication.runtime import RetryPolicy, TaskRunner
+from replication.runtime import MemoryTarget, RetryPolicy, TaskRunner
 from replication.telemetry import (
     DIAGNOSTIC_ID,
     TRACE_PARENT,
     TaskTelemetry,
+    configure_function_app_telemetry,
+    configure_local_telemetry,
     error_type,
     skip_reason,
     telemetry_enabled,
 )
-from replication.telemetry_setup import configure_function_app_telemetry, configure_local_telemetry
 from replication.topology import load_topology
-from replication.transport.memory import MemoryTarget
 from tests.otel import Sdk
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -247,9 +247,9 @@ from pathlib import Path
 from patterns import Target
 from replication.envelope import Envelope
 from replication.runtime import TaskRunner
-from replication.telemetry_setup import configure_local_telemetry
+from replication.telemetry import configure_local_telemetry
 from replication.topology import load_topology
-from replication.transport.memory import MemoryTarget
+from replication.runtime import MemoryTarget
 from opentelemetry import metrics, trace
 
 assert configure_local_telemetry({"REPLICATION_TELEMETRY": "console"}) == "console"
@@ -288,7 +288,7 @@ def test_a_rejected_message_without_a_parking_entity_counts_as_failed() -> None:
 AZURE_MONITOR_RUN = """
 from azure.core.settings import settings
 from opentelemetry import metrics, trace
-from replication.telemetry_setup import configure_function_app_telemetry
+from replication.telemetry import configure_function_app_telemetry
 
 connection = "InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=http://127.0.0.1:9/"
 assert configure_function_app_telemetry({"APPLICATIONINSIGHTS_CONNECTION_STRING": connection})

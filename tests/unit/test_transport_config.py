@@ -12,7 +12,7 @@ from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 
 from replication.envelope import Envelope
 from replication.exceptions import ConfigurationError
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.topology import NamespaceSpec, load_topology
 from replication.transport.connections import check_settings, resolve_access
 from replication.transport.senders import group_in_order

@@ -203,22 +203,27 @@ typecheck() {
     "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks function_app.py
 }
 
-# Processes per tier (pytest-xdist). The fast tier is CPU-bound: one per core. The emulator and
-# fault tiers mostly wait on the wire (SDK link setup, lock expiry, outages they cause), so more
-# processes than cores overlap those waits; every test there serves its own emulators on free
-# ports with its own tmp_path. The Spark tier shares one SparkSession in one process.
-TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:2 samples:2)
+# Processes per tier (pytest-xdist). The fast and tools tiers are CPU-bound: one per core. The
+# emulator and fault tiers mostly wait on the wire (SDK link setup, lock expiry, outages they
+# cause), so more processes than cores overlap those waits; every test there serves its own
+# emulators on free ports with its own tmp_path. The Spark tier goes by file (--dist loadfile):
+# a file's Spark tests share one SparkSession, the demo's tests run beside them.
+TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:2:loadfile samples:2 tools:2)
 
 pytest_tier() {
     # pytest_tier TIER [PYTEST ARGS...]: one tier of tests/conftest.py.
-    local tier=$1 entry workers=1 status=0
+    local tier=$1 entry name workers=1 dist=load workers_ dist_ status=0
     shift
     for entry in "${TIER_WORKERS[@]}"; do
-        [ "${entry%%:*}" = "$tier" ] && workers=${entry#*:}
+        IFS=: read -r name workers_ dist_ <<< "$entry"
+        if [ "$name" = "$tier" ]; then
+            workers=$workers_
+            dist=${dist_:-load}
+        fi
     done
     log "pytest: $tier tier ($workers process(es))"
     local parallel=()
-    [ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist loadgroup)
+    [ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist "$dist")
     "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" tests "$@" || status=$?
     # Exit 5 (no tests collected) fails CI, unless the caller's arguments narrowed the run.
     if [ "$status" -eq 5 ] && [ "$#" -gt 0 ]; then
@@ -258,7 +263,7 @@ run_tests() {
     timed ruff lint
     timed mypy typecheck
     local tier
-    for tier in fast emulator faults spark samples; do
+    for tier in fast emulator faults spark samples tools; do
         timed "$tier" pytest_tier "$tier" "$@"
     done
     timed host host_tier

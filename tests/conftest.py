@@ -11,6 +11,7 @@ emulator  the emulator served in-process, over AMQP with the real SDKs (``emulat
 faults    one emulator process per namespace, killed and restarted (``faults``)
 spark     a local SparkSession (``spark``; the demo too)
 samples   Microsoft's SDK samples against the emulator (``samples``)
+tools     the Azure CLI and checkov, each from its own environment (``tools``, tests/infra)
 ========  =================================================================================
 
 A bare ``pytest`` (no paths, no ``-m``) runs the fast tier only. Naming paths runs every tier
@@ -35,7 +36,7 @@ import pytest
 
 collect_ignore = ["host"]
 
-SLOW_TIERS = ("samples", "spark", "faults", "emulator")
+SLOW_TIERS = ("samples", "spark", "faults", "emulator", "tools")
 """The tiers named by a marker, in precedence order: the demo (``emulator`` and ``spark``) is
 in the Spark tier, a fault test (``faults`` and ``emulator``) in the fault tier."""
 FAST = "fast"
@@ -51,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--tier",
         choices=TIERS,
-        help="run only the tests of this tier (fast, emulator, faults, spark, samples)",
+        help="run only the tests of this tier: " + ", ".join(TIERS),
     )
 
 
@@ -59,7 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep one tier: the one ``--tier`` names, or the fast tier for a bare ``pytest``.
 
-    Runs after the conftests that mark whole folders (``tests/faults``, ``tests/samples``)."""
+    Runs after the conftests that mark whole folders or modules (``tests/faults``,
+    ``tests/samples``, ``tests/infra``)."""
     tier = config.getoption("--tier")
     bare = config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr
     if tier is None and bare:

@@ -1,8 +1,8 @@
 """One local SparkSession for the Spark tests (local[2], UI off, few shuffle partitions).
 
-The tests that use it form one pytest-xdist group, so that a run on several processes
-(``./dev.sh test``: ``--dist loadgroup``) starts one session, not one per process; the demo
-(its own Spark, in a subprocess) runs beside them."""
+``./dev.sh test`` hands each test file of the Spark tier to one process (pytest-xdist's
+``--dist loadfile``), so that a file's tests share one session and the demo's tests, which
+start their own Spark in a subprocess, run beside them."""
 
 from __future__ import annotations
 
@@ -37,9 +37,3 @@ def spark() -> Iterator[object]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark-session"))

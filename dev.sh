@@ -182,6 +182,20 @@ timed() {
     STEP=""
 }
 
+FAILED_TIERS=()
+
+tier() {
+    # tier NAME COMMAND...: like `timed`, but a failing test tier is noted and the run goes on,
+    # so that one run reports the failures of every tier; run_tests fails at its end. COMMAND
+    # returns its status itself (`set -e` is off inside an `||`): pytest_tier and host_tier do.
+    local name=$1 started=$SECONDS status=0
+    shift
+    "$@" || status=$?
+    STEP_TIMES+=("$(printf '%-9s %5d s' "$name" $((SECONDS - started)))$(
+        [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
+    [ "$status" -eq 0 ] || FAILED_TIERS+=("$name")
+}
+
 print_step_times() {
     if [ -n "$STEP" ]; then
         STEP_TIMES+=("$(printf '%-9s %5d s  (failed)' "$STEP" $((SECONDS - STEP_STARTED)))")
@@ -262,11 +276,15 @@ run_tests() {
     timed setup setup_tests
     timed ruff lint
     timed mypy typecheck
-    local tier
-    for tier in fast emulator faults spark samples tools; do
-        timed "$tier" pytest_tier "$tier" "$@"
+    local name
+    for name in fast emulator faults spark samples tools; do
+        tier "$name" pytest_tier "$name" "$@"
     done
-    timed host host_tier
+    tier host host_tier
+    if [ "${#FAILED_TIERS[@]}" -gt 0 ]; then
+        log "failed tiers: ${FAILED_TIERS[*]}"
+        return 1
+    fi
 }
 
 run_bench() {

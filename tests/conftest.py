@@ -63,7 +63,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Runs after the conftests that mark whole folders or modules (``tests/faults``,
     ``tests/samples``, ``tests/infra``)."""
     tier = config.getoption("--tier")
-    bare = config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr
+    named = config.args_source is pytest.Config.ArgsSource.ARGS
+    bare = not named and not config.option.markexpr
     if tier is None and bare:
         tier = FAST
     if tier is None:

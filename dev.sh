@@ -236,9 +236,13 @@ pytest_tier() {
         fi
     done
     log "pytest: $tier tier ($workers process(es))"
-    local parallel=()
+    local parallel=() paths=()
     [ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist "$dist")
-    "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" tests "$@" || status=$?
+    # Only the tier's folders are collected (TIER_PATHS in tests/conftest.py): every process
+    # collects what it is given.
+    read -r -a paths <<< "$("$VENV/bin/python" -c \
+        "from tests.conftest import TIER_PATHS; print(*TIER_PATHS['$tier'])")"
+    "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" "${paths[@]}" "$@" || status=$?
     # Exit 5 (no tests collected) fails CI, unless the caller's arguments narrowed the run.
     if [ "$status" -eq 5 ] && [ "$#" -gt 0 ]; then
         log "no $tier tests among the arguments"

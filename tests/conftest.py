@@ -15,8 +15,8 @@ tools     the Azure CLI and checkov, each from its own environment (``tools``, t
 ========  =================================================================================
 
 A bare ``pytest`` (no paths, no ``-m``) runs the fast tier only. Naming paths runs every tier
-under them, ``-m`` selects by marker as usual, and ``--tier NAME`` runs one tier (what
-``./dev.sh test`` does, one tier after another).
+under them, ``-m`` selects by marker as usual, and ``--tier=NAME`` runs one tier (what
+``./dev.sh test`` does, one tier after another, on the tier's ``TIER_PATHS``).
 
 A fast-tier test that opens a listening socket (an emulator, Azurite, any server) fails with a
 message saying to mark it: a forgotten marker would otherwise slow down every inner loop.
@@ -42,6 +42,18 @@ in the Spark tier, a fault test (``faults`` and ``emulator``) in the fault tier.
 FAST = "fast"
 TIERS = (FAST, *SLOW_TIERS)
 
+TIER_PATHS = {
+    FAST: ("tests",),
+    "emulator": ("tests/e2e", "tests/emulator"),
+    "faults": ("tests/faults",),
+    "spark": ("tests/spark", "tests/e2e/test_demo.py"),
+    "samples": ("tests/samples",),
+    "tools": ("tests/infra",),
+}
+"""Where each tier's tests live. ``./dev.sh test`` collects only these for a tier, because every
+pytest-xdist process collects what it is given (all of ``tests/`` costs seconds of CPU a
+process). A test outside its tier's paths is a collection error, so none can be left out."""
+
 
 def tier_of(item: pytest.Item) -> str:
     """The one tier ``item`` belongs to."""
@@ -62,7 +74,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     Runs after the conftests that mark whole folders or modules (``tests/faults``,
     ``tests/samples``, ``tests/infra``)."""
-    tier = config.getoption("--tier")
+    for item in items:
+        paths = TIER_PATHS[tier_of(item)]
+        if not any(_under(item, path) for path in paths):
+            raise pytest.UsageError(
+                f"{item.nodeid} is in the {tier_of(item)} tier, outside its paths {paths}: "
+                "./dev.sh test would not run it (tests/conftest.py, TIER_PATHS)"
+            )
+    tier: str | None = config.getoption("--tier")
     named = config.args_source is pytest.Config.ArgsSource.ARGS
     bare = not named and not config.option.markexpr
     if tier is None and bare:
@@ -74,6 +93,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+def _under(item: pytest.Item, path: str) -> bool:
+    location = item.path.relative_to(item.config.rootpath).as_posix()
+    return location == path or location.startswith(path + "/")
 
 
 _running_fast_test: list[str] = []

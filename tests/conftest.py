@@ -1,4 +1,5 @@
-"""Settings for the whole suite: its tiers, and a guard that keeps the fast tier fast.
+"""Settings for the whole suite: its tiers, a guard that keeps the fast tier fast, and the
+``figures`` fixture every tier shares (fixtures live beside the tests that use them).
 
 Every test belongs to exactly one tier, named by its markers (README, "Tests"):
 
@@ -127,3 +128,20 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     finally:
         _running_fast_test.clear()
+
+
+FIGURES: dict[str, object] = {}
+
+
+@pytest.fixture
+def figures() -> dict[str, object]:
+    """Figures a test measured (never asserted), printed at the end of the run (``-s`` not
+    needed)."""
+    return FIGURES
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FIGURES:
+        terminalreporter.section("figures measured by the tests")
+        for name, value in FIGURES.items():
+            terminalreporter.write_line(f"{name}: {value}")

@@ -261,11 +261,29 @@ host_tier() {
 }
 
 setup_tests() {
-    ensure_venv
+    # The four Python environments are independent of each other: they are installed side by
+    # side (pip mostly waits on downloads and disk), while Java and Node.js, which may need
+    # apt-get and its single lock, are installed one after the other in the foreground. Each
+    # background install's output is shown when it ends; any failure fails the setup.
+    local logs name status=0
+    logs=$(mktemp -d)
+    declare -A pids=()
+    ensure_venv > "$logs/venv.log" 2>&1 & pids[venv]=$!
+    ensure_host_venv > "$logs/host.log" 2>&1 & pids[host]=$!
+    ensure_tool_venv .venv-azcli requirements-azcli.txt > "$logs/azcli.log" 2>&1 & pids[azcli]=$!
+    ensure_tool_venv .venv-checkov requirements-checkov.txt > "$logs/checkov.log" 2>&1 &
+    pids[checkov]=$!
     ensure_java
     ensure_node_tools
-    ensure_host_venv
-    ensure_infra_tools
+    for name in venv host azcli checkov; do
+        if ! wait "${pids[$name]}"; then
+            status=1
+            log "setup of $name failed:"
+        fi
+        cat "$logs/$name.log" >&2
+    done
+    rm -rf "$logs"
+    return "$status"
 }
 
 run_check() {

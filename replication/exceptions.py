@@ -85,15 +85,26 @@ class PermanentForwardError(ForwardError):
         target: str | None = None,
         acknowledged: frozenset[int] = frozenset(),
         culprit: int | None = None,
+        reason: str | None = None,
     ):
         super().__init__(message, target=target, acknowledged=acknowledged)
         self.culprit = culprit
+        if reason is not None:
+            self.reason = reason
 
 
 class MessageRejectedError(ReplicationError):
-    """One message cannot be processed and must be dead-lettered with ``reason``."""
+    """One message cannot be processed and must be dead-lettered with ``reason``.
+
+    A subclass names a kind of rejection with its class attribute ``reason``; ``reason=`` in
+    the constructor carries one that is only known at run time (a pattern's, a target's)."""
 
     reason = "MessageRejected"
+
+    def __init__(self, message: str, *, reason: str | None = None):
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
 
 
 class MalformedReplicationPropertyError(MessageRejectedError):

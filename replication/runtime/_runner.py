@@ -469,9 +469,9 @@ class TaskRunner:
             first = dead_letters[0]
             error = MessageRejectedError(
                 f"{len(dead_letters)} message(s) cannot be replicated, first "
-                f"{_id(first)}: {first.reason}: {first.description}"
+                f"{_id(first)}: {first.reason}: {first.description}",
+                reason=first.reason,
             )
-            error.reason = first.reason
             self.telemetry.failed("", len(dead_letters), error)
             raise error
         source = self.task.source.describe()

@@ -77,9 +77,9 @@ def translate(
     text = f"{type(error).__name__}: {error}"
     for kind, reason in _PERMANENT_REASONS:
         if isinstance(error, kind):
-            permanent = PermanentForwardError(text, target=target, acknowledged=acknowledged)
-            permanent.reason = reason
-            return permanent
+            return PermanentForwardError(
+                text, target=target, acknowledged=acknowledged, reason=reason
+            )
     if isinstance(error, _TRANSIENT):
         return TransientForwardError(text, target=target, acknowledged=acknowledged)
     if isinstance(error, ServiceBusError | EventHubError | EventDataSendError | AzureError):

@@ -56,11 +56,9 @@ def _culprit(
     reason: str, problem: str, index: int, target: str, acknowledged: set[int]
 ) -> PermanentForwardError:
     """The permanent error of the message at ``index`` alone (the runner parks only it)."""
-    error = PermanentForwardError(
-        problem, target=target, acknowledged=frozenset(acknowledged), culprit=index
+    return PermanentForwardError(
+        problem, target=target, acknowledged=frozenset(acknowledged), culprit=index, reason=reason
     )
-    error.reason = reason
-    return error
 
 
 def _too_large(

@@ -216,8 +216,7 @@ def test_skip_reasons_are_bounded_codes(reason: str, code: str) -> None:
 
 def test_error_type_prefers_the_errors_reason() -> None:
     assert error_type(TransientForwardError("x", target="t")) == "TransientForwardError"
-    error = PermanentForwardError("x", target="t")
-    error.reason = "MessageTooLarge"
+    error = PermanentForwardError("x", target="t", reason="MessageTooLarge")
     assert error_type(error) == "MessageTooLarge"
 
 

@@ -114,6 +114,15 @@ class HeartbeatBook:
                 self._latest[key] = heartbeat.published
         return True
 
+    def receive(self, body: bytes, target: str) -> bool:
+        """A message arrived at ``target``'s heartbeat reader: record it when it is a heartbeat
+        of another namespace. Anything else is ignored (logged at DEBUG), never an error."""
+        heartbeat = parse_heartbeat(body)
+        if heartbeat is None:
+            logger.debug("%s: not a heartbeat, ignored", target)
+            return False
+        return self.record(heartbeat, target)
+
     def ages(self) -> dict[tuple[str, str], float | None]:
         """Seconds since the latest heartbeat per path (None: none arrived yet)."""
         now = self._clock()

@@ -18,7 +18,6 @@ from replication.runtime import TaskStatus
 from replication.topology import (
     Topology,
     heartbeat_origins,
-    heartbeat_paths,
     heartbeat_receivers,
 )
 from replication.transport.heartbeats import run_heartbeat_reader
@@ -26,7 +25,7 @@ from replication.transport.receivers import supervise
 from replication.transport.senders import SenderFactory
 
 from ._messages import HeartbeatBook, publish_forever
-from ._metric import observe_heartbeat_age
+from ._metric import watch_paths
 
 
 def start_heartbeats(
@@ -37,12 +36,8 @@ def start_heartbeats(
     environ: Mapping[str, str],
 ) -> list[threading.Thread]:
     """Start the publishers and readers of ``topology``'s heartbeats (none when disabled)."""
-    paths = heartbeat_paths(topology)
-    for path in paths:
-        book.expect(path.origin, path.target)
-    if not paths:
+    if not watch_paths(book, topology):
         return []
-    observe_heartbeat_age(book)
     spec = topology.heartbeats
     threads = [
         threading.Thread(

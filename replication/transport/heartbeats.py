@@ -11,7 +11,6 @@ with backoff like a task's loop. A message that is not a heartbeat is completed 
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Mapping
 
@@ -21,8 +20,6 @@ from replication.topology import HEARTBEAT_READER, EntityRef, NamespaceSpec
 
 from .connections import servicebus_client
 from .receivers import source_receiver
-
-logger = logging.getLogger(__name__)
 
 RECEIVE_WAIT_SECONDS = 1.0
 PEEK_LIMIT = 1000
@@ -53,11 +50,7 @@ def run_heartbeat_reader(
                 )
                 recorded = 0
                 for message in messages:
-                    heartbeat = parse_heartbeat(b"".join(message.body))
-                    if heartbeat is None:
-                        logger.debug("%s: not a heartbeat, ignored", namespace.name)
-                    elif book.record(heartbeat, namespace.name):
-                        recorded += 1
+                    recorded += book.receive(b"".join(message.body), namespace.name)
                     receiver.complete_message(message)
                 if messages:
                     status.record(recorded)

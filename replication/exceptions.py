@@ -8,6 +8,7 @@ Callers act on the class, not the message:
 - :class:`PermanentForwardError`: sending failed and retrying the same message will not help
   (a message too large for the target, one the target refuses); the message is parked with
   the error's ``reason``. A missing or forbidden target is *transient*: see its docstring.
+- :class:`SourceUnreadableError`: an entity could not be read without settling (``status``).
 - :class:`MessageRejectedError`: a single message cannot be processed (malformed replication
   properties, validation failure); it is dead-lettered with ``reason``, the rest of the batch
   goes on.
@@ -107,6 +108,14 @@ class MessageRejectedError(ReplicationError):
             self.reason = reason
 
 
+class SourceUnreadableError(ReplicationError):
+    """Reading an entity without settling anything (a peek, an event hub's partition
+    properties) failed: the namespace is unreachable, refuses us, or the entity is missing.
+    The message is the SDK error's class and first line; the SDK error is chained."""
+
+    retryable = True
+
+
 class MalformedReplicationPropertyError(MessageRejectedError):
     """A replication property on the message has a value this library cannot interpret."""
 
@@ -120,5 +129,6 @@ __all__ = [
     "MessageRejectedError",
     "PermanentForwardError",
     "ReplicationError",
+    "SourceUnreadableError",
     "TransientForwardError",
 ]

@@ -5,7 +5,7 @@ Service Bus source (counted by peeking, capped at ``--cap``: the data-plane SDK 
 or per partition of its event hub source the last enqueued sequence number against the
 checkpoint (with ``AzureWebJobsStorage`` set), the messages it parked, and, with heartbeats
 enabled, the age of the newest unread heartbeat per path. Connection settings are those of
-``run`` (:mod:`replication.transport.connections`). See :mod:`replication.transport.status`.
+``run`` (:mod:`replication.transport.connections`). See :mod:`replication.operations`.
 
 Exit codes: ``OK``; ``UNAVAILABLE`` (3) when a namespace (or the checkpoint store) could not be
 read, the others still reported; ``CONFIGURATION`` (2) for a bad topology or setting.
@@ -17,9 +17,9 @@ import argparse
 import os
 
 from replication.exit_codes import ExitCode
+from replication.operations import PEEK_CAP, StatusReport, TaskReport, read_status
 from replication.topology import load_topology
 from replication.transport.connections import check_settings
-from replication.transport.status import PEEK_CAP, StatusReport, TaskReport, read_status
 
 from ._options import add_topology_option
 

@@ -19,7 +19,7 @@ from replication.runtime import TaskStatus
 from replication.topology import HEARTBEAT_READER, EntityRef, NamespaceSpec
 
 from .connections import servicebus_client
-from .receivers import source_receiver
+from .servicebus import peek_pages, source_receiver
 
 RECEIVE_WAIT_SECONDS = 1.0
 PEEK_LIMIT = 1000
@@ -69,15 +69,8 @@ def peek_latest_heartbeats(
         servicebus_client(namespace, environ) as client,
         source_receiver(client, reader_source(namespace.name, entity), wait=1) as receiver,
     ):
-        sequence = 0
-        seen = 0
-        while seen < PEEK_LIMIT:
-            batch = receiver.peek_messages(max_message_count=250, sequence_number=sequence)
-            if not batch:
-                break
-            seen += len(batch)
-            sequence = (batch[-1].sequence_number or 0) + 1
-            for message in batch:
+        for page in peek_pages(receiver, limit=PEEK_LIMIT):
+            for message in page:
                 heartbeat = parse_heartbeat(b"".join(message.body))
                 if heartbeat is None or heartbeat.origin == namespace.name:
                     continue

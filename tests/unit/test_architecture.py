@@ -10,8 +10,8 @@ imports cleanly when it is the first thing a fresh interpreter imports.
 The library's packages, bottom up: the leaf value modules at the root (``envelope``,
 ``exceptions``, ``properties``, ...), ``sql``, ``rules``, ``telemetry``; ``patterns``;
 ``topology``; ``runtime``; ``transport`` (the only importer of the Azure SDKs); ``heartbeats``
-(its core below ``transport``, its host wiring above); the two ``hosts``, which never import
-each other; ``cli``.
+(its core below ``transport``, its host wiring above) and ``operations`` (the operator
+commands' logic, never a host); the two ``hosts``, which never import each other; ``cli``.
 """
 
 from __future__ import annotations
@@ -64,8 +64,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "replication.cli",
         "replication.heartbeats.functions",
         "replication.heartbeats.local",
+        "replication.operations",
     ),
     "replication.heartbeats": ("replication.hosts", "replication.cli"),
+    "replication.operations": ("replication.hosts", "replication.cli"),
     "replication.hosts.functions": ("replication.hosts.local", "replication.cli"),
     "replication.hosts.local": ("replication.hosts.functions", "replication.cli"),
 }
@@ -269,6 +271,7 @@ ENTRY_MODULES = [
     "replication.heartbeats",
     "replication.transport.servicebus",
     "replication.transport.eventhubs",
+    "replication.operations",
     "replication.hosts",
     "replication.hosts.functions",
     "replication.hosts.local",

@@ -1,8 +1,11 @@
-"""Service Bus adapters on ``azure-servicebus``: message conversion and peeking.
+"""Service Bus adapters on ``azure-servicebus``: message conversion, receivers and peeking.
 
 - ``_conversion``: :class:`~replication.envelope.Envelope` from a received message
   (:func:`envelope_from_received`) and to a message to send (:func:`to_servicebus_message`),
   with the replica's MessageId (:func:`replica_ids`);
+- ``_receivers``: the one receiver factory of a queue, subscription or dead-letter queue
+  (:func:`entity_receiver`, :func:`source_receiver`) and the one scan by peeking
+  (:func:`peek_pages`);
 - ``_peek``: :class:`ServiceBusPeeker`, re-reading a source's messages by sequence number
   without locking them.
 """
@@ -15,13 +18,18 @@ from ._conversion import (
     to_servicebus_message,
 )
 from ._peek import MAX_PEEK, ServiceBusPeeker
+from ._receivers import PEEK_PAGE, entity_receiver, peek_pages, source_receiver
 
 __all__ = [
     "MAX_MESSAGE_ID_LENGTH",
     "MAX_PEEK",
+    "PEEK_PAGE",
     "ServiceBusPeeker",
+    "entity_receiver",
     "envelope_from_received",
+    "peek_pages",
     "position_message_id",
     "replica_ids",
+    "source_receiver",
     "to_servicebus_message",
 ]

@@ -1,0 +1,137 @@
+"""Two checkouts side by side: ``plan``, ``validate`` and the local host's throughput.
+
+Run: ``.venv/bin/python benchmarks/bench_checkouts.py --base DIR [--rounds R] [--messages N]``
+where ``DIR`` is another checkout of this repository (for instance ``git worktree add
+/tmp/base main``, or ``git archive main | tar -x -C /tmp/base``) and the candidate is the
+checkout this script is in. Both run with this interpreter; a change of layout (a module moved
+to a package) is what this compares, so each checkout is imported from its own directory.
+
+The commands run in turn, A B A B ..., ``R`` times each, and every ratio is taken pair by
+pair (candidate / base), so that a machine whose speed drifts during the run moves both:
+
+- ``plan`` and ``validate``: the whole ``python -m replication COMMAND --topology FILE``
+  process, start-up and imports included, wall seconds;
+- ``local host``: N messages of 512 bytes published into a Service Bus source (one
+  ``python -m emulator`` process per namespace, ``tests/faults/harness.py`` of the checkout),
+  then seconds from the local host's start until all N replicas are at the target (also
+  printed as messages per second).
+
+Prints the median of each, and the median and spread of the pairwise ratios; every ratio is
+candidate time / base time, so below 1 the candidate is faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+CANDIDATE = Path(__file__).resolve().parents[1]
+TOPOLOGY = "examples/three-region-mesh.json"
+
+# Runs inside a checkout (cwd): replicates N messages with that checkout's local host and
+# prints the seconds it took. The local host's module moved in the package layout change.
+DRIVER = """
+import json, logging, sys, tempfile, time
+from pathlib import Path
+try:
+    from replication.hosts.local import LocalHost
+except ImportError:
+    from replication.local_host import LocalHost
+from tests.faults.harness import Cluster, eventually, originals, topology_document
+
+count = int(sys.argv[1])
+logging.basicConfig(level=logging.ERROR)
+document = topology_document(["weu", "neu"], [("weu", "neu")])
+with tempfile.TemporaryDirectory() as workdir, Cluster(document, Path(workdir)) as cluster:
+    cluster.publish("weu", "orders", originals("bench", count, size=512))
+    started = time.monotonic()
+    with LocalHost(cluster.topology, cluster.environ):
+        eventually(
+            lambda: cluster.count("neu", "orders", "audit") >= count,
+            timeout=600,
+            interval=0.05,
+            what="the replicas at the target",
+        )
+        seconds = time.monotonic() - started
+print(json.dumps({"seconds": seconds}))
+"""
+
+
+def _command(argv: list[str], checkout: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, *argv], cwd=checkout, check=True, capture_output=True, timeout=300
+    )
+    return time.perf_counter() - started
+
+
+def _host_seconds(checkout: Path, messages: int) -> float:
+    result = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(messages)],
+        cwd=checkout,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    seconds: float = json.loads(result.stdout.strip().splitlines()[-1])["seconds"]
+    return seconds
+
+
+def _pairs(
+    measure: Callable[[Path], float], base: Path, rounds: int
+) -> tuple[list[float], list[float]]:
+    candidate_times, base_times = [], []
+    measure(CANDIDATE), measure(base)  # warm-up: caches, .pyc files
+    for _ in range(rounds):
+        candidate_times.append(measure(CANDIDATE))
+        base_times.append(measure(base))
+    return candidate_times, base_times
+
+
+def _row(name: str, unit: str, candidate: list[float], base: list[float]) -> str:
+    ratios = sorted(c / b for c, b in zip(candidate, base, strict=True))
+    return (
+        f"  {name:<11} candidate {statistics.median(candidate):8.3f} {unit}  "
+        f"base {statistics.median(base):8.3f} {unit}  "
+        f"ratio {statistics.median(ratios):.3f} (min {ratios[0]:.3f}, max {ratios[-1]:.3f})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", type=Path, required=True, help="the baseline checkout")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--skip-host", action="store_true", help="plan and validate only")
+    args = parser.parse_args()
+    base = args.base.resolve()
+    print(f"candidate {CANDIDATE}, base {base}; {args.rounds} rounds, A B A B ...")
+    print("ratio: candidate time / base time, pair by pair (below 1: the candidate is faster)")
+    for command in ("plan", "validate"):
+        argv = ["-m", "replication", command, "--topology", TOPOLOGY]
+        candidate, base_times = _pairs(functools.partial(_command, argv), base, args.rounds)
+        print(_row(command, "s", candidate, base_times))
+    if not args.skip_host:
+
+        def host(checkout: Path) -> float:
+            return _host_seconds(checkout, args.messages)
+
+        candidate, base_times = _pairs(host, base, max(3, args.rounds // 2))
+        print(_row("local host", "s", candidate, base_times))
+        print(
+            f"  local host  candidate {args.messages / statistics.median(candidate):8.0f} msg/s  "
+            f"base {args.messages / statistics.median(base_times):8.0f} msg/s "
+            f"({args.messages} messages of 512 bytes, one Service Bus hop)"
+        )
+
+
+if __name__ == "__main__":
+    main()

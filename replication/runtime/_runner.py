@@ -19,10 +19,17 @@ What happens to each decision of the pattern:
   none of them gets through, the target is what fails, and the error is treated as transient.
 - ``DeadLetter`` (and messages narrowed out above): a copy of the original is parked in the
   task's ``deadLetterTarget`` with ``DeadLetterReason`` / ``DeadLetterErrorDescription`` /
-  ``DeadLetterSource``. A copy too large for the parking entity is parked without its body
-  (``DeadLetterBodyOmitted`` gives the body's size and SHA-256), and if even that does not fit,
-  with the replication and dead-letter properties only. A runner without a dead-letter target
-  (dry runs) raises :class:`MessageRejectedError` after everything else was sent.
+  ``repl-dead-letter-source`` and the original's place in its source
+  (:func:`replication.properties.source_facts`). A copy too large for the parking entity cannot
+  be parked whole, so the original must survive where it is: a **notice** is parked instead
+  (no body; ``repl-dead-letter-body-omitted`` gives the reason, the body's size and SHA-256;
+  ``repl-dead-letter-original`` where the original is), and if even that does not fit, the
+  notice keeps only the replication and dead-letter properties. For a Service Bus source the
+  outcome lists the message in ``dead_letter_in_source``: the host dead-letters the original in
+  the source instead of completing it. An event stays in its event hub, where ``redrive``
+  re-reads it by partition and sequence number while the hub retains it. A runner without a
+  dead-letter target (dry runs) raises :class:`MessageRejectedError` after everything else was
+  sent.
 - ``Skip``: logged at DEBUG (loop prevention is normal operation, not an error).
 
 Every run is measured and traced through :class:`replication.telemetry.TaskTelemetry` (the
@@ -62,12 +69,16 @@ from replication.exceptions import (
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_ERROR_DESCRIPTION,
+    DEAD_LETTER_ORIGINAL,
+    DEAD_LETTER_PROPERTIES_OMITTED,
     DEAD_LETTER_REASON,
     DEAD_LETTER_SOURCE,
     is_replication_property,
+    omission,
+    source_facts,
 )
 from replication.telemetry import BatchTelemetry, TaskTelemetry, telemetry_enabled
-from replication.topology import ResolvedTask
+from replication.topology import NamespaceKind, ResolvedTask
 
 logger = logging.getLogger(__name__)
 
@@ -120,9 +131,12 @@ class BatchOutcome:
     """What happened to a batch: counts per decision kind, the dead-lettered messages, and the
     pattern's decisions (for dry runs and logs).
 
-    ``already_sent`` counts replicas not sent again because the target had acknowledged them
-    in an earlier attempt; ``retries`` the transient failures ridden out; ``lag`` the seconds
-    from each forwarded replica's source enqueue time to the target's acknowledgement.
+    ``dead_letter_in_source`` are the messages of a Service Bus source whose parked copy could
+    only be a notice: the host must dead-letter them in the source (with the decision's reason)
+    instead of completing them, or their body is lost. ``already_sent`` counts replicas not
+    sent again because the target had acknowledged them in an earlier attempt; ``retries`` the
+    transient failures ridden out; ``lag`` the seconds from each forwarded replica's source
+    enqueue time to the target's acknowledgement.
     """
 
     received: int
@@ -133,6 +147,7 @@ class BatchOutcome:
     already_sent: int = 0
     retries: int = 0
     lag: tuple[float, ...] = dataclasses.field(default=(), repr=False)
+    dead_letter_in_source: tuple[DeadLetter, ...] = ()
 
     def summary(self) -> str:
         """The batch's one log line: counts and the lag of its forwarded replicas (p50/max)."""
@@ -140,6 +155,8 @@ class BatchOutcome:
             f"received={self.received} forwarded={self.forwarded} skipped={self.skipped} "
             f"dead_lettered={len(self.dead_lettered)}"
         )
+        if self.dead_letter_in_source:
+            text += f" dead_letter_in_source={len(self.dead_letter_in_source)}"
         if self.already_sent:
             text += f" already_sent={self.already_sent}"
         if self.retries:
@@ -150,33 +167,49 @@ class BatchOutcome:
         return text
 
 
-def parked_copy(decision: DeadLetter, source: str) -> Envelope:
-    """The message as parked in a dead-letter target: the original plus the reason."""
-    return decision.source.with_properties(
-        {
-            DEAD_LETTER_REASON: decision.reason,
-            DEAD_LETTER_ERROR_DESCRIPTION: decision.description[:1024],
-            DEAD_LETTER_SOURCE: source,
-        }
-    )
+def parked_copy(decision: DeadLetter, source: str, original_at: str | None = None) -> Envelope:
+    """The message as parked in a dead-letter target: the original plus the reason and its
+    place in its source. A copy that already lacks something of the original (a notice, see
+    :func:`replication.properties.omission`) also says where the original is, ``original_at``,
+    when it is kept somewhere."""
+    updates = {
+        DEAD_LETTER_REASON: decision.reason,
+        DEAD_LETTER_ERROR_DESCRIPTION: decision.description[:1024],
+        DEAD_LETTER_SOURCE: source,
+        **source_facts(decision.source),
+    }
+    properties = decision.source.application_properties
+    if original_at is not None and omission(properties) and DEAD_LETTER_ORIGINAL not in properties:
+        updates[DEAD_LETTER_ORIGINAL] = original_at
+    return decision.source.with_properties(updates)
 
 
-def smaller_parked_copy(copy: Envelope) -> Envelope | None:
-    """A parked copy that fits where ``copy`` did not: first without the body (its size and
-    SHA-256 recorded, so it can be matched with the original), then also without the
-    application properties other than replication and dead-letter ones. None when nothing
-    smaller is left."""
+def smaller_parked_copy(copy: Envelope, original_at: str) -> Envelope | None:
+    """A notice that fits where ``copy`` did not: first without the body (its size and SHA-256
+    recorded, so it can be matched with the original), then also without the application
+    properties other than replication and dead-letter ones; either way naming where the whole
+    original is kept, ``original_at``. None when nothing smaller is left."""
     if copy.body:
         digest = hashlib.sha256(copy.body).hexdigest()
         return dataclasses.replace(copy, body=b"").with_properties(
-            {DEAD_LETTER_BODY_OMITTED: f"{len(copy.body)} bytes, sha256 {digest}"}
+            {
+                DEAD_LETTER_BODY_OMITTED: (
+                    f"{len(copy.body)} bytes, sha256 {digest}: too large for the parking entity"
+                ),
+                DEAD_LETTER_ORIGINAL: original_at,
+            }
         )
     kept = {
         name: value
         for name, value in copy.application_properties.items()
         if is_replication_property(name) or name.startswith("DeadLetter")
     }
-    if kept != dict(copy.application_properties):
+    dropped = sorted(set(copy.application_properties) - set(kept))
+    if dropped:
+        kept[DEAD_LETTER_PROPERTIES_OMITTED] = (
+            f"{', '.join(dropped)}: too large for the parking entity"
+        )[:1024]
+        kept[DEAD_LETTER_ORIGINAL] = original_at
         return dataclasses.replace(copy, application_properties=kept)
     return None
 
@@ -196,7 +229,7 @@ class _Ledger:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: collections.OrderedDict[tuple[Target, Hashable], None] = (
+        self._entries: collections.OrderedDict[tuple[Target, Hashable], bool] = (
             collections.OrderedDict()
         )
         self._lock = threading.Lock()
@@ -204,11 +237,16 @@ class _Ledger:
     def __contains__(self, key: tuple[Target, Hashable]) -> bool:
         return key in self._entries
 
-    def add(self, key: tuple[Target, Hashable]) -> None:
+    def add(self, key: tuple[Target, Hashable], *, notice: bool = False) -> None:
+        """Remember ``key``; ``notice``: what was parked for it is a notice (the original must
+        stay in the source, on every redelivery too)."""
         with self._lock:
-            self._entries[key] = None
+            self._entries[key] = notice
             if len(self._entries) > self._size:
                 self._entries.popitem(last=False)
+
+    def notice(self, key: tuple[Target, Hashable]) -> bool:
+        return self._entries.get(key, False)
 
 
 @dataclasses.dataclass
@@ -245,8 +283,10 @@ class TaskRunner:
         sleep: Callable[[float], object] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         telemetry: TaskTelemetry | None = None,
+        source_kind: NamespaceKind = NamespaceKind.SERVICEBUS,
     ) -> None:
         self.task = task.spec
+        self.source_kind = source_kind
         self.context = task.context
         self._pattern = task.pattern
         self._options = task.options
@@ -307,8 +347,9 @@ class TaskRunner:
                 self.telemetry.skipped(decision.reason)
                 logger.debug("%s: skip %s: %s", self.task.name, _id(decision), decision.reason)
         retries = self._deliver(list(deliveries.values()), dead_letters, deadline, record, lag)
+        in_source: list[DeadLetter] = []
         if dead_letters:
-            retries += self._park(dead_letters, deadline)
+            retries += self._park(dead_letters, deadline, in_source)
         forwarded = sum(d.sent for d in deliveries.values()) + already_sent
         return BatchOutcome(
             len(batch),
@@ -319,14 +360,30 @@ class TaskRunner:
             already_sent,
             retries,
             tuple(lag),
+            tuple(in_source),
         )
 
-    def park(self, dead_letters: Sequence[DeadLetter]) -> None:
+    def park(self, dead_letters: Sequence[DeadLetter]) -> tuple[DeadLetter, ...]:
         """Park messages the caller could not even turn into envelopes for the pattern (an
         event whose body or properties cannot be read): same retries and fallbacks as
-        :meth:`run`'s own parking."""
+        :meth:`run`'s own parking. Returns the ones to dead-letter in the source (see
+        :class:`BatchOutcome`)."""
         self.telemetry.received(len(dead_letters))
-        self._park(list(dead_letters), self._clock() + self.retry.budget)
+        in_source: list[DeadLetter] = []
+        self._park(list(dead_letters), self._clock() + self.retry.budget, in_source)
+        return tuple(in_source)
+
+    def original_at(self, envelope: Envelope) -> str:
+        """Where the whole original of ``envelope`` is kept when only a notice is parked: the
+        source's dead-letter queue (Service Bus; the host moves it there), or its place in the
+        event hub (re-read by ``redrive`` while the hub retains it)."""
+        source = self.task.source
+        if self.source_kind is NamespaceKind.EVENTHUBS:
+            return (
+                f"event hub {source.entity_path} partition {envelope.partition_id} sequence "
+                f"{envelope.sequence_number}, until the event hub's retention ends"
+            )
+        return f"{source.describe()}/$DeadLetterQueue"
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -454,8 +511,11 @@ class TaskRunner:
 
     # -- parking ---------------------------------------------------------------------------
 
-    def _park(self, dead_letters: list[DeadLetter], deadline: float) -> int:
-        """Send the parked copies; returns the number of transient failures ridden out."""
+    def _park(
+        self, dead_letters: list[DeadLetter], deadline: float, in_source: list[DeadLetter]
+    ) -> int:
+        """Send the parked copies; returns the number of transient failures ridden out and adds
+        to ``in_source`` the messages whose original must be dead-lettered in the source."""
         for decision in dead_letters:
             logger.warning(
                 "%s: parking %s: %s: %s",
@@ -475,11 +535,31 @@ class TaskRunner:
             self.telemetry.failed("", len(dead_letters), error)
             raise error
         source = self.task.source.describe()
-        pending = [
-            parked_copy(d, source)
-            for d in dead_letters
-            if (self._parking, position(d.source)) not in self._ledger
-        ]
+        pending: list[Envelope] = []
+        for decision in dead_letters:
+            key = (self._parking, position(decision.source))
+            if key not in self._ledger:
+                # A notice made before parking (an event whose body the SDK cannot give
+                # exactly) points to the event in its hub; a Service Bus message that reaches
+                # here whole is completed by the host, so there is nothing to point to.
+                original_at = (
+                    self.original_at(decision.source)
+                    if self.source_kind is NamespaceKind.EVENTHUBS
+                    else None
+                )
+                pending.append(parked_copy(decision, source, original_at))
+        by_position = {position(d.source): d for d in dead_letters}
+        try:
+            return self._send_parked(sender, pending, deadline)
+        finally:
+            # Also for copies parked by an earlier attempt: the original still has to stay.
+            for decision in dead_letters:
+                if self._ledger.notice((self._parking, position(decision.source))):
+                    in_source.append(by_position[position(decision.source)])
+            if self.source_kind is NamespaceKind.EVENTHUBS:
+                in_source.clear()  # an event stays in its hub; there is nothing to settle
+
+    def _send_parked(self, sender: TargetSender, pending: list[Envelope], deadline: float) -> int:
         delay = self.retry.min_backoff
         retries = 0
         while pending:
@@ -513,7 +593,7 @@ class TaskRunner:
                 for _, copy in rest:
                     self._park_alone(sender, copy, deadline)
                 break
-            smaller = smaller_parked_copy(pending[culprit])
+            smaller = smaller_parked_copy(pending[culprit], self.original_at(pending[culprit]))
             if smaller is None:
                 self.telemetry.failed(self._parking_label, len(rest), error_)
                 raise error_
@@ -533,7 +613,7 @@ class TaskRunner:
                 sender.send([candidate], timeout=self._timeout(deadline))
             except PermanentForwardError as failure:
                 self.telemetry.send_failed(self._parking_label, failure)
-                candidate = smaller_parked_copy(candidate)
+                candidate = smaller_parked_copy(candidate, self.original_at(candidate))
                 if candidate is None:
                     self.telemetry.failed(self._parking_label, 1, failure)
                     raise
@@ -543,7 +623,9 @@ class TaskRunner:
 
     def _parked(self, copy: Envelope) -> None:
         """The parking entity acknowledged ``copy``: remember and count it."""
-        self._ledger.add((self._parking, position(copy)))
+        # Only a notice made here, for size, names an original the host must keep.
+        notice = DEAD_LETTER_ORIGINAL in copy.application_properties
+        self._ledger.add((self._parking, position(copy)), notice=notice)
         reason = copy.application_properties.get(DEAD_LETTER_REASON)
         self.telemetry.dead_lettered(self._parking_label, str(reason))
 

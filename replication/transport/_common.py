@@ -1,12 +1,16 @@
-"""Helpers shared by the SDK converters: body joining and the text of message properties."""
+"""Helpers shared by the SDK converters: body joining, the text of message properties, and
+what can be salvaged of a message that cannot be converted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from replication.exceptions import MessageRejectedError
+from replication.properties import DEAD_LETTER_BODY_OMITTED, DEAD_LETTER_PROPERTIES_OMITTED
 from replication.values import as_text
+
+from ._properties import salvage_properties
 
 
 class UnsupportedBodyError(MessageRejectedError):
@@ -55,3 +59,52 @@ def body_bytes(body: Any, body_type_name: str) -> bytes:
 
 def _as_iterable(body: Any) -> Iterable[Any]:
     return body if not isinstance(body, str) else [body.encode("utf-8")]
+
+
+class Salvage:
+    """What a converter keeps of a message it cannot convert, for its parked copy: every field
+    and application property that converts, the body when it is a data body, and markers
+    saying what is missing and why (:data:`~replication.properties.DEAD_LETTER_BODY_OMITTED`,
+    :data:`~replication.properties.DEAD_LETTER_PROPERTIES_OMITTED`), so that the copy is never
+    taken for the whole original.
+
+    An AMQP value or sequence body is not kept: the SDKs' decoder (``_pyamqp/_decode.py``)
+    hands string, symbol and binary all out as ``bytes`` and every integer width as ``int``, so
+    the section cannot be encoded again exactly from what they return; the marker says so.
+    """
+
+    def __init__(self) -> None:
+        self.omitted: list[str] = []
+        self.body_problem: str | None = None
+
+    def text(self, value: Any, name: str) -> str | None:
+        try:
+            return text(value, name)
+        except UndecodableFieldError as error:
+            self.omitted.append(str(error))
+            return None
+
+    def properties(self, properties: Mapping[Any, Any] | None) -> dict[str, Any]:
+        kept, omitted = salvage_properties(properties)
+        self.omitted.extend(omitted)
+        return kept
+
+    def body(self, body: Any, body_type_name: str) -> bytes:
+        try:
+            return body_bytes(body, body_type_name)
+        except UnsupportedBodyError:
+            self.body_problem = (
+                f"an AMQP {body_type_name} body: no replica carries it byte-exactly, and the SDK "
+                "decodes it without the AMQP types (string, symbol and binary all as bytes, "
+                "integers without their width), so it cannot be parked exactly"
+            )
+            return b""
+
+    def markers(self) -> dict[str, str]:
+        """The notice properties for what was not kept (none when everything was)."""
+        markers: dict[str, str] = {}
+        if self.body_problem is not None:
+            markers[DEAD_LETTER_BODY_OMITTED] = self.body_problem
+        if self.omitted:
+            markers[DEAD_LETTER_PROPERTIES_OMITTED] = "; ".join(self.omitted)[:1024]
+        return markers

@@ -99,6 +99,25 @@ def decode_properties(properties: Mapping[Any, Any] | None) -> dict[str, Any]:
     return decoded
 
 
+def salvage_properties(properties: Mapping[Any, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """The application properties that convert (as :func:`decode_properties` converts them),
+    and for each one that does not, its name and why: what a parked copy of a message that
+    cannot be replicated keeps (nothing that converts is dropped with the rest)."""
+    kept: dict[str, Any] = {}
+    omitted: list[str] = []
+    for key, value in (properties or {}).items():
+        try:
+            name = _key(key)
+        except UnsupportedPropertyError as error:
+            omitted.append(str(error))
+            continue
+        try:
+            kept[name] = _value(name, value)
+        except UnsupportedPropertyError as error:
+            omitted.append(str(error))
+    return kept, omitted
+
+
 def _typed(key: str, value: Any) -> Any:
     """``value`` as the SDK encoders must get it to send it with an AMQP type that can hold it."""
     if isinstance(value, bool) or value is None:
@@ -132,4 +151,9 @@ def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
     return cast("dict[str | bytes, Any]", typed)
 
 
-__all__ = ["UnsupportedPropertyError", "decode_properties", "sdk_properties"]
+__all__ = [
+    "UnsupportedPropertyError",
+    "decode_properties",
+    "salvage_properties",
+    "sdk_properties",
+]

@@ -15,10 +15,11 @@ with the SDKs, with the host's semantics, and never give up:
   make progress never holds back another. The position advances only after the runner
   returned; a failing batch is retried with exponential backoff (5 s to 5 min), like the
   retry policy of the Functions trigger. An event that cannot be read is parked through the
-  runner (an event hub has no dead-letter queue) and the position moves past it. Positions
-  are checkpointed in blob storage when the ``AzureWebJobsStorage`` setting names an account
-  (Azurite locally; see :mod:`replication.transport.eventhubs`); without it a restarted run
-  starts from the beginning of every partition.
+  runner (an event hub has no dead-letter queue) with everything that converts
+  (:func:`~replication.transport.eventhubs.salvaged_event`), and the position moves past it.
+  Positions are checkpointed in blob storage when the ``AzureWebJobsStorage`` setting names an
+  account (Azurite locally; see :mod:`replication.transport.eventhubs`); without it a
+  restarted run starts from the beginning of every partition.
 
 Every loop runs under :func:`supervise`: whatever the broker or a message does to it (a
 namespace restart, a dropped connection, an error inside the SDK), it reconnects with backoff
@@ -84,7 +85,7 @@ from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe
 from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import event_hub_client, servicebus_client
-from .eventhubs import envelope_from_event
+from .eventhubs import envelope_from_event, salvaged_event
 from .servicebus import envelope_from_received
 
 logger = logging.getLogger(__name__)
@@ -540,8 +541,21 @@ def _settle_batch(
         for message in batch.accepted:
             _settle(receiver.abandon_message, message)
         return
+    # A message whose parked copy could only be a notice (too large for the parking entity)
+    # stays whole in the source's dead-letter queue, which the notice points to.
+    keep = {d.source.sequence_number: d for d in batch.outcome.dead_letter_in_source}
     for message in batch.accepted:
-        _settle(receiver.complete_message, message)
+        kept = keep.get(message.sequence_number)
+        if kept is None:
+            _settle(receiver.complete_message, message)
+        else:
+            logger.warning(
+                "%s: dead-lettering message %s in the source: its parked copy had to leave the "
+                "body out",
+                runner.task.name,
+                message.message_id,
+            )
+            _settle(receiver.dead_letter_message, message, kept.reason, kept.description[:1024])
     unreadable = len(batch.unreadable)
     status.record(
         len(batch.accepted) + unreadable, parked=len(batch.outcome.dead_lettered) + unreadable
@@ -698,7 +712,7 @@ def _handle_event_batch(
         except Exception as error:  # whatever the event holds, it must not block the partition
             unreadable.append(
                 DeadLetter(
-                    _raw_envelope(event, context.partition_id, source.entity_path),
+                    salvaged_event(event, context.partition_id, source=source.entity_path),
                     getattr(error, "reason", "UnreadableEvent"),
                     describe(error),
                 )
@@ -731,20 +745,6 @@ def _handle_event_batch(
         status.record(len(events), parked=parked)
         _log_outcome(runner, outcome)
         return
-
-
-def _raw_envelope(event: EventData, partition: str | None, source: str) -> Envelope:
-    """What can be kept of an event that cannot be converted: its body bytes and position."""
-    try:
-        body = b"".join(event.raw_amqp_message.body) if event.body_type.value == "data" else b""
-    except Exception:
-        body = b""
-    return Envelope(
-        body=body,
-        sequence_number=event.sequence_number,
-        partition_id=partition,
-        source=source,
-    )
 
 
 def drain_servicebus(

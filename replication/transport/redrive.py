@@ -13,10 +13,23 @@ After an incident (a target down, a bad rule) a task's messages wait in one of t
 
 Nothing is re-published into the source entity: on a topic that would fan the message out to
 every other subscription again. Instead each message is read, turned back into the original
-(:func:`replication.properties.unparked`: the dead-letter properties removed, MessageId and the
-replication properties kept) and handed to the task's :class:`~replication.runtime.TaskRunner`
-exactly as the trigger would hand it over, so patterns, loop prevention and parking apply as
-usual. The read message is completed only after the runner returned:
+(:func:`replication.properties.unparked`: what parking added removed, the source's enqueue
+time, sequence number and offset restored, MessageId and the replication properties kept) and
+handed to the task's :class:`~replication.runtime.TaskRunner` exactly as the trigger would hand
+it over, so patterns, loop prevention and parking apply as usual.
+
+A redrive never sends a stand-in. A parked **notice** (a copy without the original's body or
+some of its properties, :func:`replication.properties.omission`) is not the message:
+
+- of an event hub source, the original is read back from the hub by the partition and sequence
+  number the notice records (:mod:`replication.transport.event_reread`), while the hub retains
+  it, and that event goes through the runner;
+- otherwise (a Service Bus original waits in the source's dead-letter queue, where
+  ``--from dead-letter`` takes it; an event past the hub's retention; a copy that recorded no
+  original) the notice is left parked, and the report names it with the reason.
+
+The survey decides this per message, so ``--dry-run`` shows it. The read message is completed
+only after the runner returned:
 
 - forwarded or skipped: completed;
 - parked again by the runner: completed, because a fresh parked copy now exists (with a higher
@@ -87,7 +100,16 @@ from replication.exceptions import (
     MessageRejectedError,
     ReplicationError,
 )
-from replication.properties import DEAD_LETTER_SOURCE, unparked
+from replication.properties import (
+    DEAD_LETTER_ENQUEUED_TIME,
+    DEAD_LETTER_ORIGINAL,
+    DEAD_LETTER_PARTITION,
+    DEAD_LETTER_SEQUENCE,
+    DEAD_LETTER_SOURCE,
+    format_timestamp,
+    omission,
+    unparked,
+)
 from replication.runtime import BatchOutcome, TaskRunner
 from replication.topology import EntityRef, NamespaceKind, ResolvedTask, Topology
 from replication.values import as_text
@@ -95,6 +117,8 @@ from replication.values import as_text
 from ._properties import decode_properties
 from .connections import servicebus_client
 from .errors import translate
+from .event_reread import EventReader
+from .eventhubs import envelope_from_event
 from .receivers import source_receiver
 from .senders import SenderFactory
 from .servicebus import envelope_from_received
@@ -191,12 +215,34 @@ def redrive_source(topology: Topology, task_name: str, origin: RedriveOrigin) ->
     return RedriveSource(task, origin, parking)
 
 
+class OriginalNotAvailableError(MessageRejectedError):
+    """A parked notice whose original cannot be read back (see the module docstring)."""
+
+    reason = "OriginalNotAvailable"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EventPosition:
+    """Where a notice says its event is: partition, sequence number, recorded enqueue time."""
+
+    partition: str
+    sequence: int
+    enqueued: str | None
+
+    def describe(self) -> str:
+        return f"partition {self.partition}, sequence {self.sequence}"
+
+
 @dataclasses.dataclass(slots=True)
 class Survey:
     """What a peek over the entity found (nothing locked, nothing counted as delivered)."""
 
     wanted: list[int] = dataclasses.field(default_factory=list)
     """Sequence numbers of the task's messages to redrive, oldest first (at most ``--max``)."""
+    rereads: dict[int, tuple[str, EventPosition]] = dataclasses.field(default_factory=dict)
+    """Of ``wanted``, the notices whose event is re-read from the hub: MessageId and position."""
+    refused: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    """The task's notices that cannot be restored and stay parked: MessageId and why."""
     reasons: Counter[str] = dataclasses.field(default_factory=Counter)
     """``DeadLetterReason`` of the wanted messages."""
     first_enqueued: datetime | None = None
@@ -209,8 +255,17 @@ class Survey:
     """Of ``others``, those before the last wanted message: a redrive locks and abandons them."""
     _others_since_wanted: int = 0
 
-    def add(self, message: ServiceBusReceivedMessage, *, mine: bool, limit: int | None) -> None:
-        """Count one peeked message, in sequence order."""
+    def add(
+        self,
+        message: ServiceBusReceivedMessage,
+        *,
+        mine: bool,
+        limit: int | None,
+        refusal: str | None = None,
+        reread: EventPosition | None = None,
+    ) -> None:
+        """Count one peeked message, in sequence order; ``refusal`` says why one of the task's
+        messages stays parked, ``reread`` where its original is read back from."""
         number = message.sequence_number
         if number is None:
             return
@@ -218,10 +273,17 @@ class Survey:
             self.others += 1
             self._others_since_wanted += 1
             return
+        if refusal is not None:
+            # Left where it is; received (and abandoned) only when it lies between wanted ones.
+            self.refused.append((str(message.message_id), refusal))
+            self._others_since_wanted += 1
+            return
         if limit is not None and len(self.wanted) >= limit:
             self.beyond_max += 1
             return
         self.wanted.append(number)
+        if reread is not None:
+            self.rereads[number] = (str(message.message_id), reread)
         self.passed_over += self._others_since_wanted
         self._others_since_wanted = 0
         self.reasons[as_text(message.dead_letter_reason, errors="replace") or "(none)"] += 1
@@ -246,6 +308,12 @@ class RedriveReport:
     rejected: int = 0
     """Left in place: the runner rejected them and the task has no ``deadLetterTarget``, or
     they cannot be converted (an AMQP value body)."""
+    kept_whole: int = 0
+    """Left in place because even their fresh parked copy had to leave the body out (a notice
+    was parked; the message itself stays where it was read)."""
+    refused: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    """Notices left parked because their original cannot be restored: MessageId and why (the
+    survey's, and those whose re-read failed)."""
     left_for_other_tasks: int = 0
     passed_over: int = 0
     """Other messages locked on the way and abandoned (their delivery count went up by one)."""
@@ -283,6 +351,7 @@ class Redriver:
         self._wait = wait_seconds
         self._client: ServiceBusClient | None = None
         self._factory: SenderFactory | None = None
+        self._events: EventReader | None = None
 
     @property
     def source(self) -> RedriveSource:
@@ -312,7 +381,11 @@ class Redriver:
                     ):
                         for message in page:
                             properties = decode_properties(message.application_properties)
-                            survey.add(message, mine=self._source.belongs(properties), limit=limit)
+                            mine = self._source.belongs(properties)
+                            refusal, reread = self._restorable(properties) if mine else (None, None)
+                            survey.add(
+                                message, mine=mine, limit=limit, refusal=refusal, reread=reread
+                            )
                         start = max(m.sequence_number or 0 for m in page) + 1
         except ForwardError as error:
             raise RedriveStoppedError(
@@ -329,7 +402,7 @@ class Redriver:
             RedriveStoppedError: the runner failed with anything but a rejection, or the
                 entity could not be read or settled; ``report`` has the counts so far.
         """
-        report = RedriveReport(left_for_other_tasks=survey.others)
+        report = RedriveReport(left_for_other_tasks=survey.others, refused=list(survey.refused))
         wanted = set(survey.wanted)
         if not wanted:
             return report
@@ -349,7 +422,9 @@ class Redriver:
                 )
                 with receiver:
                     try:
-                        self._receive(receiver, runner, wanted, held, kept, report, on_progress)
+                        self._receive(
+                            receiver, runner, survey, wanted, held, kept, report, on_progress
+                        )
                     finally:
                         report.passed_over = len(held)
                         for message in [*held.values(), *kept.values()]:
@@ -370,6 +445,7 @@ class Redriver:
         self,
         receiver: ServiceBusReceiver,
         runner: TaskRunner,
+        survey: Survey,
         wanted: set[int],
         held: dict[int, ServiceBusReceivedMessage],
         kept: dict[int, ServiceBusReceivedMessage],
@@ -401,7 +477,7 @@ class Redriver:
                     continue
                 report.read += 1
                 try:
-                    batch.append((message, unparked(envelope_from_received(message))))
+                    batch.append((message, self._original(message, survey)))
                 except MessageRejectedError as error:
                     self._keep(message, error, wanted, kept, report)
             if batch:
@@ -440,9 +516,16 @@ class Redriver:
                 _abandon(receiver, message)
             raise
         report.add(outcome)
-        for message, _ in batch:
-            receiver.complete_message(message)
+        # A message whose fresh parked copy could only be a notice must stay where it is: it
+        # is the only whole copy (the notice the runner parked points to the source's DLQ).
+        stays = [d.source for d in outcome.dead_letter_in_source]
+        for message, envelope in batch:
             wanted.discard(message.sequence_number or 0)
+            if envelope in stays:
+                report.kept_whole += 1
+                kept[message.sequence_number or 0] = message
+            else:
+                receiver.complete_message(message)
 
     def _keep(
         self,
@@ -462,7 +545,78 @@ class Redriver:
         number = message.sequence_number or 0
         kept[number] = message
         wanted.discard(number)
-        report.rejected += 1
+        if omission(message_properties(message)) is not None:
+            # A notice whose original could not be restored (or converted): it stays parked.
+            report.refused.append((str(message.message_id), f"{error.reason}: {error}"))
+        else:
+            report.rejected += 1
+
+    # -- notices ---------------------------------------------------------------------------
+
+    def _restorable(self, properties: dict[str, object]) -> tuple[str | None, EventPosition | None]:
+        """Whether a message of the task can be redriven: (why it stays parked, None) for a
+        notice whose original cannot be restored, (None, where to re-read it) for a notice of
+        an event still in its hub, (None, None) for a copy that is the original."""
+        problem = omission(properties)
+        if problem is None:
+            return None, None
+        spec = self._source.task.spec.source
+        position = _event_position(properties)
+        if self._topology.namespace(spec.namespace).kind is NamespaceKind.EVENTHUBS:
+            if position is None:
+                return f"{problem}; the notice records no position in {spec.entity_path}", None
+            if not self._event_reader().retained(position.partition, position.sequence):
+                return (
+                    f"{problem}; event hub {spec.entity_path} no longer has {position.describe()} "
+                    "(its retention has passed)",
+                    None,
+                )
+            return None, position
+        where = as_text(properties.get(DEAD_LETTER_ORIGINAL), errors="replace")
+        if where:
+            return f"{problem}; the original is in {where} (redrive it --from dead-letter)", None
+        return f"{problem}; the original was not kept", None
+
+    def _event_reader(self) -> EventReader:
+        if self._events is None:
+            spec = self._source.task.spec.source
+            self._events = EventReader(
+                self._topology.namespace(spec.namespace), spec.entity, self._environ
+            )
+        return self._events
+
+    def _original(self, message: ServiceBusReceivedMessage, survey: Survey) -> Envelope:
+        """The original of a received message: the parked copy or dead-lettered message
+        itself, or the event a notice points to, read back from its hub.
+
+        Raises:
+            MessageRejectedError: the message (or the event read back) cannot be converted;
+                :class:`OriginalNotAvailableError` when the event is gone from the hub.
+        """
+        source = self._source.task.spec.source.entity_path
+        received = unparked(envelope_from_received(message, source=source))
+        reread = survey.rereads.get(message.sequence_number or 0)
+        if reread is None:
+            if omission(message_properties(message)) is not None:
+                raise OriginalNotAvailableError("a notice is never sent as the message")
+            return received
+        message_id, position = reread
+        with self._sdk_errors():
+            event = self._event_reader().read(position.partition, position.sequence)
+        if event is None:
+            raise OriginalNotAvailableError(
+                f"event hub {source} no longer has {position.describe()} (retention passed?)"
+            )
+        if position.enqueued is not None and event.enqueued_time is not None:
+            found = format_timestamp(event.enqueued_time)
+            if found != position.enqueued:
+                raise OriginalNotAvailableError(
+                    f"{position.describe()} of event hub {source} was enqueued at {found}, "
+                    f"not at {position.enqueued}: not the original of {message_id}"
+                )
+        logger.info("%s: re-read %s from %s %s", self._source.label, message_id, source,
+                    position.describe())  # fmt: skip
+        return envelope_from_event(event, position.partition, source=source)
 
     @contextlib.contextmanager
     def _sdk_errors(self) -> Iterator[None]:
@@ -475,13 +629,38 @@ class Redriver:
             raise translate(error, target=self._source.label) from error
 
     def close(self) -> None:
-        """Close the senders and the client."""
+        """Close the senders and the clients."""
         if self._factory is not None:
             self._factory.close()
             self._factory = None
+        if self._events is not None:
+            self._events.close()
+            self._events = None
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def message_properties(message: ServiceBusReceivedMessage) -> dict[str, object]:
+    """A received message's application properties, decoded as the converters decode them."""
+    return decode_properties(message.application_properties)
+
+
+def _event_position(properties: Mapping[str, object]) -> EventPosition | None:
+    partition = properties.get(DEAD_LETTER_PARTITION)
+    sequence = properties.get(DEAD_LETTER_SEQUENCE)
+    if partition is None or sequence is None:
+        return None
+    try:
+        number = int(as_text(sequence, errors="replace") or "")
+    except ValueError:
+        return None
+    enqueued = properties.get(DEAD_LETTER_ENQUEUED_TIME)
+    return EventPosition(
+        str(as_text(partition, errors="replace")),
+        number,
+        None if enqueued is None else as_text(enqueued, errors="replace"),
+    )
 
 
 def _abandon(receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage) -> None:
@@ -493,6 +672,8 @@ def _abandon(receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage) -
 
 
 __all__ = [
+    "EventPosition",
+    "OriginalNotAvailableError",
     "ProgressCallback",
     "RedriveOrigin",
     "RedriveReport",

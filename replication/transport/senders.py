@@ -290,7 +290,14 @@ class SenderFactory:
         )
         budget = attempt_budget(self._topology, task.spec)
         retry = RetryPolicy.from_task(task, budget, bound_sends=bound_sends)
-        return TaskRunner(task, senders, dead_letter, retry=retry, telemetry=self.telemetry(task))
+        return TaskRunner(
+            task,
+            senders,
+            dead_letter,
+            retry=retry,
+            telemetry=self.telemetry(task),
+            source_kind=self._topology.namespace(task.spec.source.namespace).kind,
+        )
 
     def telemetry(
         self,

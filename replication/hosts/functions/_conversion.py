@@ -52,7 +52,7 @@ from patterns import DeadLetter
 from replication.envelope import MESSAGE_FIELDS, Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
 from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
-from replication.transport._common import text
+from replication.transport._common import Salvage, text
 from replication.transport._properties import decode_properties
 
 logger = logging.getLogger(__name__)
@@ -187,7 +187,8 @@ def envelopes_from_servicebus_batch(
 
     ``reread`` is called with the batch's sequence numbers when the metadata cannot give exact
     copies; without it such a batch raises :class:`TriggerMetadataError`. A message that cannot
-    be converted is left out and added to ``unreadable`` (body and position only, for parking);
+    be converted is left out and added to ``unreadable`` for parking, with everything of it that
+    converts and the markers of what does not (:class:`~replication.transport._common.Salvage`);
     without that list its :class:`MessageRejectedError` is raised.
     """
     size = len(messages)
@@ -218,12 +219,18 @@ def envelopes_from_servicebus_batch(
         try:
             application_properties = decode_properties(properties[index])
         except MessageRejectedError as error:
-            raw = Envelope(
+            salvage = Salvage()
+            kept = salvage.properties(properties[index])
+            salvaged = Envelope(
                 body=message.get_body() or b"",
+                **fields,
+                application_properties={**kept, **salvage.markers()},
+                enqueued_time_utc=enqueued[index],
                 sequence_number=sequence_numbers[index],
+                delivery_count=delivery_counts[index],
                 source=source,
             )
-            _unreadable(unreadable, error, raw)
+            _unreadable(unreadable, error, salvaged)
             continue
         envelopes.append(
             Envelope(
@@ -284,8 +291,9 @@ def envelopes_from_event_hub_batch(
     """The envelopes of an Event Hubs batch trigger, in order (see the module docstring).
 
     An event that cannot be converted is left out and added to ``unreadable`` (for parking: an
-    event hub has no dead-letter queue, and the checkpoint must move past it); without that
-    list its :class:`MessageRejectedError` is raised.
+    event hub has no dead-letter queue, and the checkpoint must move past it), with everything
+    of it that converts and the markers of what does not; without that list its
+    :class:`MessageRejectedError` is raised.
     """
     size = len(events)
     metadata = _metadata(events)
@@ -297,37 +305,53 @@ def envelopes_from_event_hub_batch(
     for index, event in enumerate(events):
         facts = system[index] if isinstance(system[index], Mapping) else {}
         try:
-            envelope = Envelope(
-                body=event.get_body() or b"",
-                message_id=text(facts.get("message-id")),
-                correlation_id=text(facts.get("correlation-id")),
-                content_type=text(facts.get("content-type")),
-                subject=text(facts.get("subject")),
-                to=text(facts.get("to")),
-                reply_to=text(facts.get("reply-to")),
-                partition_key=text(facts.get("PartitionKey", facts.get("x-opt-partition-key"))),
-                application_properties=decode_properties(properties[index]),
-                enqueued_time_utc=parse_host_time(
-                    facts.get("x-opt-enqueued-time", facts.get("EnqueuedTimeUtc"))
-                ),
-                sequence_number=_integer(
-                    facts.get("SequenceNumber", facts.get("x-opt-sequence-number"))
-                ),
-                offset=_event_position(facts),
-                partition_id=partition_id,
-                source=source,
-            )
+            envelope = _event_envelope(event, facts, properties[index], partition_id, source)
         except MessageRejectedError as error:
-            raw = Envelope(
-                body=event.get_body() or b"",
-                sequence_number=_integer(facts.get("SequenceNumber")),
-                partition_id=partition_id,
-                source=source,
+            salvage = Salvage()
+            salvaged = _event_envelope(
+                event, facts, properties[index], partition_id, source, salvage=salvage
             )
-            _unreadable(unreadable, error, raw)
+            salvaged = salvaged.with_properties(salvage.markers())
+            _unreadable(unreadable, error, salvaged)
             continue
         envelopes.append(envelope)
     return envelopes
+
+
+def _event_envelope(
+    event: TriggerMessage,
+    facts: Mapping[str, Any],
+    properties: Any,
+    partition_id: str | None,
+    source: str | None,
+    *,
+    salvage: Salvage | None = None,
+) -> Envelope:
+    """One event's envelope; with ``salvage``, what converts of an event that does not (the
+    salvage records what was left out) instead of raising."""
+    as_text: Callable[[Any, str], str | None] = salvage.text if salvage is not None else text
+    return Envelope(
+        body=event.get_body() or b"",
+        message_id=as_text(facts.get("message-id"), "message-id"),
+        correlation_id=as_text(facts.get("correlation-id"), "correlation-id"),
+        content_type=as_text(facts.get("content-type"), "content-type"),
+        subject=as_text(facts.get("subject"), "subject"),
+        to=as_text(facts.get("to"), "to"),
+        reply_to=as_text(facts.get("reply-to"), "reply-to"),
+        partition_key=as_text(
+            facts.get("PartitionKey", facts.get("x-opt-partition-key")), "partition key"
+        ),
+        application_properties=(
+            salvage.properties(properties) if salvage is not None else decode_properties(properties)
+        ),
+        enqueued_time_utc=parse_host_time(
+            facts.get("x-opt-enqueued-time", facts.get("EnqueuedTimeUtc"))
+        ),
+        sequence_number=_integer(facts.get("SequenceNumber", facts.get("x-opt-sequence-number"))),
+        offset=_event_position(facts),
+        partition_id=partition_id,
+        source=source,
+    )
 
 
 def _integer(value: Any) -> int | None:

@@ -1,13 +1,14 @@
 """Event Hubs adapters on ``azure-eventhub``: event conversion and local checkpoints.
 
 - ``_conversion``: :class:`~replication.envelope.Envelope` from a received event
-  (:func:`envelope_from_event`) and to an event to send (:func:`to_event_data`);
+  (:func:`envelope_from_event`; :func:`salvaged_event`, what converts of one that cannot) and
+  to an event to send (:func:`to_event_data`);
 - ``_checkpoints``: :func:`checkpoint_store`, the blob checkpoint store of local runs, in the
   storage account ``AzureWebJobsStorage`` names.
 """
 
 from ._checkpoints import CONTAINER_SETTING, DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
-from ._conversion import envelope_from_event, to_event_data
+from ._conversion import envelope_from_event, salvaged_event, to_event_data
 
 __all__ = [
     "CONTAINER_SETTING",
@@ -15,5 +16,6 @@ __all__ = [
     "STORAGE_SETTING",
     "checkpoint_store",
     "envelope_from_event",
+    "salvaged_event",
     "to_event_data",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 from azure.eventhub import EventData
 
 from replication.envelope import Envelope
-from replication.transport._common import body_bytes, text
+from replication.transport._common import Salvage, body_bytes, text
 from replication.transport._properties import decode_properties, sdk_properties
 from replication.transport.servicebus import replica_ids
 
@@ -49,6 +49,37 @@ def envelope_from_event(
     )
 
 
+def salvaged_event(
+    event: EventData, partition_id: str | None = None, *, source: str | None = None
+) -> Envelope:
+    """What can be kept of an event :func:`envelope_from_event` refuses, for its parked copy:
+    every field and application property that converts, a data body, the position, and the
+    markers of what is missing (see :class:`~replication.transport._common.Salvage`). Never
+    raises: whatever the event holds, the partition must move past it."""
+    salvage = Salvage()
+    amqp_properties = event.raw_amqp_message.properties
+    extra: dict[str, Any] = {}
+    if amqp_properties is not None:
+        for name in _MESSAGE_PROPERTY_FIELDS:
+            extra[name] = salvage.text(getattr(amqp_properties, name, None), name)
+    body = salvage.body(event.body, event.body_type.value)
+    properties = salvage.properties(event.properties)
+    return Envelope(
+        body=body,
+        message_id=salvage.text(event.message_id, "message-id"),
+        correlation_id=salvage.text(event.correlation_id, "correlation-id"),
+        content_type=salvage.text(event.content_type, "content-type"),
+        partition_key=salvage.text(event.partition_key, "partition key"),
+        application_properties={**properties, **salvage.markers()},
+        enqueued_time_utc=event.enqueued_time,
+        sequence_number=event.sequence_number,
+        offset=salvage.text(event.offset, "offset"),
+        partition_id=partition_id,
+        source=source,
+        **extra,
+    )
+
+
 def to_event_data(envelope: Envelope) -> EventData:
     """The ``EventData`` replica of ``envelope`` (partition key and message-id: see the module
     docstring).
@@ -74,4 +105,4 @@ def to_event_data(envelope: Envelope) -> EventData:
     return event
 
 
-__all__ = ["envelope_from_event", "to_event_data"]
+__all__ = ["envelope_from_event", "salvaged_event", "to_event_data"]

@@ -81,7 +81,7 @@ from azure.servicebus.exceptions import (
 from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
-from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe
+from replication.runtime import Backoff, BatchOutcome, TaskRunner, TaskStatus, describe
 from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import event_hub_client, servicebus_client
@@ -111,17 +111,19 @@ def supervise(
     max_delay: float = RECONNECT_MAX_SECONDS,
 ) -> None:
     """Run ``loop`` until ``stop`` is set, restarting it with backoff whenever it fails."""
-    delay = min_delay
+    backoff = Backoff(min_delay, max_delay)
+    delays = backoff.delays()
     while not stop.is_set():
         progress = status.progress
         try:
             loop()
-            delay = min_delay
+            delays = backoff.delays()
         except Exception as error:
             if status.progress != progress or isinstance(error, UnreadableTransferError):
                 # It worked in between (a new incident), or a message broke the receive (the
                 # connection is fine; reconnect at once, before that message's lock expires).
-                delay = min_delay
+                delays = backoff.delays()
+            delay = next(delays)
             failures = status.record_failure(error, restart=True)
             level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
             logger.log(
@@ -134,7 +136,6 @@ def supervise(
             )
             logger.debug("%s: receive loop failure", name, exc_info=True)
             stop.wait(delay)
-            delay = min(delay * 2, max_delay)
 
 
 def run_servicebus_source(
@@ -717,7 +718,7 @@ def _handle_event_batch(
                     describe(error),
                 )
             )
-    delay = RETRY_MIN_SECONDS
+    delays = Backoff(RETRY_MIN_SECONDS, RETRY_MAX_SECONDS).delays()
     while not stop.is_set():
         try:
             if unreadable:
@@ -725,6 +726,7 @@ def _handle_event_batch(
                 unreadable = []
             outcome = runner.run(envelopes)
         except Exception as error:
+            delay = next(delays)
             failures = status.record_failure(error)
             level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
             logger.log(
@@ -737,7 +739,6 @@ def _handle_event_batch(
                 describe(error),
             )
             stop.wait(delay)
-            delay = min(delay * 2, RETRY_MAX_SECONDS)
             continue
         if checkpoints is not None:
             context.update_checkpoint(events[-1])

@@ -110,7 +110,7 @@ from replication.properties import (
     omission,
     unparked,
 )
-from replication.runtime import BatchOutcome, TaskRunner
+from replication.runtime import BatchOutcome, TaskRunner, runner_for
 from replication.topology import EntityRef, NamespaceKind, ResolvedTask, Topology
 from replication.values import as_text
 
@@ -408,7 +408,7 @@ class Redriver:
             return report
         if self._factory is None:
             self._factory = SenderFactory(self._topology, self._environ)
-        runner = self._factory.runner(self._source.task)
+        runner = runner_for(self._topology, self._source.task, self._factory, environ=self._environ)
         held: dict[int, ServiceBusReceivedMessage] = {}
         kept: dict[int, ServiceBusReceivedMessage] = {}
         renewer = AutoLockRenewer(max_lock_renewal_duration=LOCK_RENEWAL_SECONDS)

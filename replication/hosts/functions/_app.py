@@ -37,7 +37,7 @@ from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.heartbeats.functions import register_heartbeats
-from replication.runtime import TaskRunner
+from replication.runtime import TaskRunner, runner_for
 from replication.telemetry import configure_function_app_telemetry
 from replication.topology import (
     NamespaceKind,
@@ -123,12 +123,18 @@ def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
 
 
 def register_task(
-    app: func.FunctionApp, topology: Topology, task: TaskSpec, factory: SenderFactory
+    app: func.FunctionApp,
+    topology: Topology,
+    task: TaskSpec,
+    factory: SenderFactory,
+    *,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
-    """Add the triggered function of ``task`` to ``app``."""
+    """Add the triggered function of ``task`` to ``app`` (``environ``: the app settings,
+    default the process environment)."""
     source = task.source
     namespace = topology.namespace(source.namespace)
-    runner = factory.runner(topology.resolved(task))
+    runner = runner_for(topology, topology.resolved(task), factory, environ=environ)
     # A session-enabled queue or subscription is read by session receivers only.
     sessions = requires_session(topology, source)
     if namespace.kind is NamespaceKind.EVENTHUBS:
@@ -185,7 +191,7 @@ def build_app(
     factory = SenderFactory(topology, settings)
     app = func.FunctionApp()
     for task in topology.tasks:
-        register_task(app, topology, task, factory)
+        register_task(app, topology, task, factory, environ=settings)
     register_heartbeats(app, topology, factory)
     return app
 

@@ -38,7 +38,7 @@ from types import TracebackType
 
 from replication.heartbeats import HeartbeatBook
 from replication.heartbeats.local import start_heartbeats
-from replication.runtime import TaskStatus
+from replication.runtime import TaskStatus, runner_for
 from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
 from replication.transport.connections import check_settings
 from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store
@@ -90,7 +90,13 @@ class LocalHost:
                 )
         for task in self.topology.tasks:
             # Locks are renewed here (LockKeeper), so a send may take as long as it takes.
-            runner = self._factory.runner(self.topology.resolved(task), bound_sends=False)
+            runner = runner_for(
+                self.topology,
+                self.topology.resolved(task),
+                self._factory,
+                environ=self._environ,
+                bound_sends=False,
+            )
             namespace = self.topology.namespace(task.source.namespace)
             status = self.status[task.name] = TaskStatus()
             receive: Callable[..., None] = run_servicebus_source

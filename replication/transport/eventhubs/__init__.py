@@ -1,8 +1,8 @@
 """Event Hubs adapters on ``azure-eventhub``: event conversion and local checkpoints.
 
 - ``_conversion``: :class:`~replication.envelope.Envelope` from a received event
-  (:func:`envelope_from_event`; :func:`salvaged_event`, what converts of one that cannot) and
-  to an event to send (:func:`to_event_data`);
+  (:func:`envelope_from_event`), what a parked copy keeps of one that cannot be converted
+  (:func:`salvaged_event`), and to an event to send (:func:`to_event_data`);
 - ``_checkpoints``: :func:`checkpoint_store`, the blob checkpoint store of local runs, in the
   storage account ``AzureWebJobsStorage`` names.
 """

@@ -19,6 +19,11 @@ chained (``raise ... from error``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+Report = TypeVar("Report")
+
 
 class ReplicationError(Exception):
     """Root of every error this library raises on purpose."""
@@ -122,13 +127,107 @@ class MalformedReplicationPropertyError(MessageRejectedError):
     reason = "MalformedReplicationProperty"
 
 
+# -- rejections: one message cannot be replicated; its ``reason`` is its DeadLetterReason -----
+
+
+class UnsupportedBodyError(MessageRejectedError):
+    """The message body is an AMQP value or sequence, which a byte-exact replica cannot carry."""
+
+    reason = "UnsupportedBodyType"
+
+
+class UndecodableFieldError(MessageRejectedError):
+    """A message property that is text by contract (MessageId, CorrelationId, ...) holds binary
+    that is not UTF-8: no replica could carry it unchanged."""
+
+    reason = "UndecodableMessageField"
+
+
+class UnsupportedPropertyError(MessageRejectedError):
+    """An application property has a key or value this library cannot replicate faithfully."""
+
+    reason = "UnsupportedApplicationProperty"
+
+
+class OriginalNotAvailableError(MessageRejectedError):
+    """A parked notice whose original cannot be read back (``redrive`` never sends a notice as
+    the message: the event is gone from its hub, or it was never kept)."""
+
+    reason = "OriginalNotAvailable"
+
+
+# -- hosts ------------------------------------------------------------------------------------
+
+
+class TriggerMetadataError(ReplicationError):
+    """The batch's trigger metadata does not have the shape the host's source promises.
+
+    Raised instead of guessing, so that no field is attributed to the wrong message; the
+    invocation fails and the host redelivers (Service Bus) or retries (Event Hubs).
+    """
+
+    reason = "TriggerMetadataInvalid"
+
+
+class OriginalMustStayError(ReplicationError):
+    """A Service Bus message's parked copy could only be a notice (too large for the parking
+    entity), so the original must stay in the source, and a batch function cannot dead-letter
+    one message of its batch (the Python worker gets no settlement actions).
+
+    The invocation fails after everything else of the batch was replicated and parked: the
+    host abandons the batch, and Service Bus dead-letters the message after
+    ``maxDeliveryCount`` deliveries, where the notice points. Its batch-mates come back with
+    it; the runner's ledger (and the targets' duplicate detection on another instance) keeps
+    them from being sent twice, but those delivered with it every time reach the dead-letter
+    queue too, already replicated (README, "Parking").
+    """
+
+    def __init__(self, task: str, message_ids: Sequence[str]) -> None:
+        super().__init__(
+            f"{task}: {len(message_ids)} message(s) must stay in the source for the broker to "
+            f"dead-letter (their parked copy could not hold the body): {', '.join(message_ids)}"
+        )
+
+
+class UnreadableTransferError(ReplicationError):
+    """A receive on a working connection failed: the SDK could not decode what it received.
+    Not an outage: the local host's supervisor reconnects without growing its backoff."""
+
+
+class RedriveStoppedError(ReplicationError, Generic[Report]):
+    """A redrive stopped early (transient failure, broker unreachable); nothing was lost.
+
+    ``report`` holds the counts up to the stop (the redrive's report); the messages not
+    completed are still where they were. Running the redrive again continues.
+    """
+
+    retryable = True
+
+    def __init__(self, message: str, report: Report) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class EmulatorStartError(ReplicationError):
+    """The emulator exited or printed no settings in time; the message holds its last output."""
+
+
 __all__ = [
     "ConfigurationError",
+    "EmulatorStartError",
     "ForwardError",
     "MalformedReplicationPropertyError",
     "MessageRejectedError",
+    "OriginalMustStayError",
+    "OriginalNotAvailableError",
     "PermanentForwardError",
+    "RedriveStoppedError",
     "ReplicationError",
     "SourceUnreadableError",
     "TransientForwardError",
+    "TriggerMetadataError",
+    "UndecodableFieldError",
+    "UnreadableTransferError",
+    "UnsupportedBodyError",
+    "UnsupportedPropertyError",
 ]

@@ -6,24 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from replication.exceptions import MessageRejectedError
+from replication.exceptions import UndecodableFieldError, UnsupportedBodyError
 from replication.properties import DEAD_LETTER_BODY_OMITTED, DEAD_LETTER_PROPERTIES_OMITTED
 from replication.values import as_text
 
 from ._properties import salvage_properties
-
-
-class UnsupportedBodyError(MessageRejectedError):
-    """The message body is an AMQP value or sequence, which a byte-exact replica cannot carry."""
-
-    reason = "UnsupportedBodyType"
-
-
-class UndecodableFieldError(MessageRejectedError):
-    """A message property that is text by contract (MessageId, CorrelationId, ...) holds binary
-    that is not UTF-8: no replica could carry it unchanged."""
-
-    reason = "UndecodableMessageField"
 
 
 def text(value: Any, name: str = "value") -> str | None:

@@ -63,13 +63,9 @@ from datetime import UTC, datetime
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
-    AutoLockRenewer,
-    ServiceBusClient,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
     ServiceBusSession,
-    ServiceBusSessionFilter,
-    ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import (
     OperationTimeoutError,
@@ -80,13 +76,13 @@ from azure.servicebus.exceptions import (
 
 from patterns import DeadLetter
 from replication.envelope import Envelope
-from replication.exceptions import MessageRejectedError, ReplicationError
+from replication.exceptions import MessageRejectedError, ReplicationError, UnreadableTransferError
 from replication.runtime import Backoff, BatchOutcome, TaskRunner, TaskStatus, describe
 from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import event_hub_client, servicebus_client
 from .eventhubs import envelope_from_event, salvaged_event
-from .servicebus import envelope_from_received
+from .servicebus import entity_receiver, envelope_from_received, source_receiver
 
 logger = logging.getLogger(__name__)
 
@@ -295,11 +291,6 @@ def _receive(
         raise UnreadableTransferError(describe(error)) from error
 
 
-class UnreadableTransferError(ReplicationError):
-    """A receive on a working connection failed: the SDK could not decode what it received.
-    Not an outage: :func:`supervise` reconnects without growing its backoff."""
-
-
 class Isolation:
     """After a receive that failed (the SDK could not decode a message of it), receive one
     message at a time for a while.
@@ -430,60 +421,6 @@ def _check_alive(asked: float, instant_empties: int) -> int:
             "(a message it cannot decode?); reconnecting"
         )
     return instant_empties + 1
-
-
-def _receiver(
-    client: ServiceBusClient,
-    entity: str,
-    subscription: str | None,
-    sub_queue: ServiceBusSubQueue | None = None,
-    *,
-    wait: float,
-    auto_lock_renewer: AutoLockRenewer | None = None,
-    session_id: str | ServiceBusSessionFilter | None = None,
-) -> ServiceBusReceiver:
-    """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named; of
-    the session ``session_id`` (or ``NEXT_AVAILABLE_SESSION``) when one is given."""
-    if subscription is not None:
-        return client.get_subscription_receiver(
-            entity,
-            subscription,
-            sub_queue=sub_queue,
-            max_wait_time=wait,
-            prefetch_count=0,
-            auto_lock_renewer=auto_lock_renewer,
-            session_id=session_id,
-        )
-    return client.get_queue_receiver(
-        entity,
-        sub_queue=sub_queue,
-        max_wait_time=wait,
-        prefetch_count=0,
-        auto_lock_renewer=auto_lock_renewer,
-        session_id=session_id,
-    )
-
-
-def source_receiver(
-    client: ServiceBusClient,
-    source: EntityRef,
-    *,
-    wait: float,
-    auto_lock_renewer: AutoLockRenewer | None = None,
-    session_id: str | ServiceBusSessionFilter | None = None,
-) -> ServiceBusReceiver:
-    """A PEEK_LOCK receiver of a task's Service Bus source (or of its dead-letter queue when
-    ``source.dead_letter_queue`` is set), of one session when ``session_id`` is given."""
-    sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
-    return _receiver(
-        client,
-        source.entity,
-        source.subscription,
-        sub_queue,
-        wait=wait,
-        auto_lock_renewer=auto_lock_renewer,
-        session_id=session_id,
-    )
 
 
 @dataclasses.dataclass
@@ -761,7 +698,7 @@ def drain_servicebus(
     drained: list[Envelope] = []
     with (
         servicebus_client(namespace, environ) as client,
-        _receiver(client, entity, subscription, wait=idle_seconds) as receiver,
+        entity_receiver(client, entity, subscription, wait=idle_seconds) as receiver,
     ):
         while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle_seconds):
             for message in batch:
@@ -772,10 +709,8 @@ def drain_servicebus(
 
 __all__ = [
     "Isolation",
-    "UnreadableTransferError",
     "drain_servicebus",
     "run_event_hub_source",
     "run_servicebus_source",
-    "source_receiver",
     "supervise",
 ]

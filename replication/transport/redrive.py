@@ -98,6 +98,8 @@ from replication.exceptions import (
     ConfigurationError,
     ForwardError,
     MessageRejectedError,
+    OriginalNotAvailableError,
+    RedriveStoppedError,
     ReplicationError,
 )
 from replication.properties import (
@@ -119,9 +121,8 @@ from .connections import servicebus_client
 from .errors import translate
 from .event_reread import EventReader
 from .eventhubs import envelope_from_event
-from .receivers import source_receiver
 from .senders import SenderFactory
-from .servicebus import envelope_from_received
+from .servicebus import envelope_from_received, peek_pages, source_receiver
 
 logger = logging.getLogger(__name__)
 
@@ -140,20 +141,6 @@ class RedriveOrigin(enum.StrEnum):
     """The dead-letter queue of the task's own Service Bus source."""
     PARKED = "parked"
     """The task's ``deadLetterTarget``, filtered by ``repl-dead-letter-source``."""
-
-
-class RedriveStoppedError(ReplicationError):
-    """The redrive stopped early (transient failure, broker unreachable); nothing was lost.
-
-    ``report`` holds the counts up to the stop; the messages not completed are still where
-    they were. Running the redrive again continues.
-    """
-
-    retryable = True
-
-    def __init__(self, message: str, report: RedriveReport) -> None:
-        super().__init__(message)
-        self.report = report
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -213,12 +200,6 @@ def redrive_source(topology: Topology, task_name: str, origin: RedriveOrigin) ->
             "back message by message"
         )
     return RedriveSource(task, origin, parking)
-
-
-class OriginalNotAvailableError(MessageRejectedError):
-    """A parked notice whose original cannot be read back (see the module docstring)."""
-
-    reason = "OriginalNotAvailable"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -375,10 +356,7 @@ class Redriver:
             with self._sdk_errors():
                 receiver = source_receiver(self._servicebus(), self._source.entity, wait=self._wait)
                 with receiver:
-                    start = 1
-                    while page := receiver.peek_messages(
-                        max_message_count=PEEK_PAGE, sequence_number=start
-                    ):
+                    for page in peek_pages(receiver, start=1, page_size=PEEK_PAGE):
                         for message in page:
                             properties = decode_properties(message.application_properties)
                             mine = self._source.belongs(properties)
@@ -386,7 +364,6 @@ class Redriver:
                             survey.add(
                                 message, mine=mine, limit=limit, refusal=refusal, reread=reread
                             )
-                        start = max(m.sequence_number or 0 for m in page) + 1
         except ForwardError as error:
             raise RedriveStoppedError(
                 f"cannot read {self._source.label}: {error}", RedriveReport()
@@ -673,7 +650,6 @@ def _abandon(receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage) -
 
 __all__ = [
     "EventPosition",
-    "OriginalNotAvailableError",
     "ProgressCallback",
     "RedriveOrigin",
     "RedriveReport",

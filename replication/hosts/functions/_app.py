@@ -35,7 +35,7 @@ import azure.functions as func
 
 from patterns import DeadLetter
 from replication.envelope import Envelope
-from replication.exceptions import ReplicationError
+from replication.exceptions import OriginalMustStayError
 from replication.heartbeats.functions import register_heartbeats
 from replication.runtime import TaskRunner, runner_for
 from replication.telemetry import configure_function_app_telemetry
@@ -82,30 +82,12 @@ def _servicebus_handler(
         logger.info("%s: %s", runner.task.name, outcome.summary())
         keep.extend(outcome.dead_letter_in_source)
         if keep:
-            raise OriginalMustStayError(runner.task.name, keep)
+            raise OriginalMustStayError(
+                runner.task.name,
+                [str(d.source.message_id or d.source.sequence_number) for d in keep],
+            )
 
     return replicate
-
-
-class OriginalMustStayError(ReplicationError):
-    """A Service Bus message's parked copy could only be a notice (too large for the parking
-    entity), so the original must stay in the source, and a batch function cannot dead-letter
-    one message of its batch (the Python worker gets no settlement actions).
-
-    The invocation fails after everything else of the batch was replicated and parked: the
-    host abandons the batch, and Service Bus dead-letters the message after
-    ``maxDeliveryCount`` deliveries, where the notice points. Its batch-mates come back with
-    it; the runner's ledger (and the targets' duplicate detection on another instance) keeps
-    them from being sent twice, but those delivered with it every time reach the dead-letter
-    queue too, already replicated (README, "Parking").
-    """
-
-    def __init__(self, task: str, kept: Sequence[DeadLetter]) -> None:
-        ids = ", ".join(str(d.source.message_id or d.source.sequence_number) for d in kept)
-        super().__init__(
-            f"{task}: {len(kept)} message(s) must stay in the source for the broker to "
-            f"dead-letter (their parked copy could not hold the body): {ids}"
-        )
 
 
 def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:

@@ -50,7 +50,7 @@ from typing import Any, Protocol
 
 from patterns import DeadLetter
 from replication.envelope import MESSAGE_FIELDS, Envelope
-from replication.exceptions import MessageRejectedError, ReplicationError
+from replication.exceptions import MessageRejectedError, TriggerMetadataError
 from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
 from replication.transport._common import Salvage, text
 from replication.transport._properties import decode_properties
@@ -82,16 +82,6 @@ class TriggerMessage(Protocol):
 
     @property
     def metadata(self) -> Mapping[str, Any] | None: ...
-
-
-class TriggerMetadataError(ReplicationError):
-    """The batch's trigger metadata does not have the shape the host's source promises.
-
-    Raised instead of guessing, so that no field is attributed to the wrong message; the
-    invocation fails and the host redelivers (Service Bus) or retries (Event Hubs).
-    """
-
-    reason = "TriggerMetadataInvalid"
 
 
 def _metadata(batch: Sequence[TriggerMessage]) -> Mapping[str, Any]:

@@ -23,13 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from replication.exceptions import ReplicationError
+from replication.exceptions import EmulatorStartError
 
 EXPORT = "export "
-
-
-class EmulatorStartError(ReplicationError):
-    """The emulator exited or printed no settings in time; the message holds its last output."""
 
 
 @contextlib.contextmanager

@@ -4,12 +4,14 @@
 #   ./dev.sh demo    set everything up, then run the local demo (emulator, replication, audit)
 #   ./dev.sh test    set everything up, then run linters, type checks and the whole test suite
 #   ./dev.sh bench   set everything up, then run the benchmarks (prints their figures)
+#   ./dev.sh infra   set up, then run only the infrastructure checks (tests/infra)
 #
 # Setup is idempotent: it creates .venv, installs requirements-dev.txt (again only when it
 # changed), installs Java 17 with apt-get when PySpark needs it and none is present, and for
 # the tests installs Azurite from npm (package-lock.json) into node_modules/ and creates
 # .venv-host, a Python 3.13 environment with the Functions Python worker runtime for the
-# host-protocol tests (tests/host/).
+# host-protocol tests (tests/host/), and .venv-azcli / .venv-checkov, the Azure CLI and checkov
+# that the infrastructure checks (tests/infra/) run, each in an environment of its own.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -117,6 +119,38 @@ ensure_host_venv() {
     fi
 }
 
+# The infrastructure checks' third-party tools, each in its own environment because their pinned
+# dependencies clash with the project's: the Azure CLI (requirements-azcli.txt, .venv-azcli) and
+# checkov (requirements-checkov.txt, .venv-checkov). Reinstalled only when the file changes.
+ensure_tool_venv() {
+    local venv="$1" requirements="$2" stamp wanted
+    ensure_python
+    if [ ! -x "$venv/bin/python" ]; then
+        log "creating $venv"
+        "$PYTHON" -m venv "$venv"
+    fi
+    stamp="$venv/.requirements.sha256"
+    wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+        log "installing $requirements into $venv"
+        "$venv/bin/python" -m pip install --quiet --upgrade pip
+        "$venv/bin/python" -m pip install --quiet -r "$requirements"
+        echo "$wanted" > "$stamp"
+    fi
+}
+
+ensure_infra_tools() {
+    ensure_tool_venv .venv-azcli requirements-azcli.txt
+    ensure_tool_venv .venv-checkov requirements-checkov.txt
+}
+
+run_infra() {
+    ensure_venv
+    ensure_infra_tools
+    log "pytest: infrastructure (Bicep evaluation, Azure schemas, the az CLI, checkov)"
+    "$VENV/bin/python" -m pytest tests/infra "$@"
+}
+
 run_demo() {
     ensure_venv
     ensure_java
@@ -130,6 +164,7 @@ run_tests() {
     ensure_java
     ensure_node_tools
     ensure_host_venv
+    ensure_infra_tools
     log "ruff (lint and format)"
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
@@ -160,5 +195,6 @@ case "${1:-}" in
     demo) shift; run_demo "$@" ;;
     test) shift; run_tests "$@" ;;
     bench) shift; run_bench "$@" ;;
-    *) echo "usage: $0 demo|test|bench" >&2; exit 2 ;;
+    infra) shift; run_infra "$@" ;;
+    *) echo "usage: $0 demo|test|bench|infra" >&2; exit 2 ;;
 esac

@@ -37,6 +37,7 @@ The undecodable property kinds (char, decimal32/64/128) never reach parking: see
 
 from __future__ import annotations
 
+import copy
 import json
 from datetime import datetime
 from pathlib import Path
@@ -74,6 +75,7 @@ from replication.runtime import parked_copy
 from replication.transport.servicebus import to_servicebus_message
 
 from .harness import Cluster, Node, topology_document
+from .test_poison import EVENT_HUB_TOPOLOGY as POISON_EVENT_HUB_TOPOLOGY
 from .test_poison import _largest, _largest_body, _proton_send
 
 # --- reading the brokers as they are, with the SDKs ------------------------------------------
@@ -304,47 +306,29 @@ def test_service_bus_poison_is_parked_whole_or_kept_in_the_source_and_redriven_e
 
 # --- Event Hubs source -----------------------------------------------------------------------
 
-EVENT_HUB_TOPOLOGY: dict[str, Any] = {
-    "namespaces": [
+
+def _event_hub_topology() -> dict[str, Any]:
+    """``test_poison``'s event hub topology, with duplicate detection on the target queue and
+    the parking queue in a Standard namespace of its own (so the upgrade of the target's leaves
+    it as small as it was)."""
+    document = copy.deepcopy(POISON_EVENT_HUB_TOPOLOGY)
+    weu = document["namespaces"][1]
+    weu["queues"] = [
+        {"name": "device-events", "requiresDuplicateDetection": True},
+        {"name": "replication-parked"},
+    ]
+    document["namespaces"].append(
         {
-            "name": "ingest",
-            "region": "westeurope",
-            "kind": "eventhubs",
-            "fullyQualifiedNamespace": "ingest.servicebus.windows.net",
-            "connection": "EH_INGEST",
-            "eventHubs": [{"name": "devices", "partitionCount": 2}],
-        },
-        {
-            "name": "weu",
-            "region": "westeurope",
-            "kind": "servicebus",
-            "fullyQualifiedNamespace": "weu.servicebus.windows.net",
-            "connection": "SB_WEU",
-            "queues": [
-                {"name": "device-events", "requiresDuplicateDetection": True},
-                {"name": "replication-parked"},
-            ],
-        },
-        {
+            **weu,
             "name": "park",
-            "region": "westeurope",
-            "kind": "servicebus",
             "fullyQualifiedNamespace": "park.servicebus.windows.net",
             "connection": "SB_PARK",
             "queues": [{"name": "replication-parked"}],
-        },
-    ],
-    "tasks": [
-        {
-            "name": "devices-to-queue",
-            "pattern": "stream_to_queue",
-            "source": {"namespace": "ingest", "entity": "devices", "consumerGroup": "replication"},
-            "targets": [{"namespace": "weu", "entity": "device-events"}],
-            "deadLetterTarget": {"namespace": "park", "entity": "replication-parked"},
-            "retry": {"minBackoff": "PT0.2S", "maxBackoff": "PT1S"},
         }
-    ],
-}
+    )
+    (task,) = document["tasks"]
+    task["deadLetterTarget"] = {"namespace": "park", "entity": "replication-parked"}
+    return document
 
 
 def _event(message_id: str | None, body: bytes, properties: dict[str | bytes, Any]) -> EventData:
@@ -388,7 +372,7 @@ def _read_partition(connection: str, partition: str, count: int) -> list[EventDa
 def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_the_original(
     tmp_path: Path, redrive: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with Cluster(EVENT_HUB_TOPOLOGY, tmp_path) as cluster:
+    with Cluster(_event_hub_topology(), tmp_path) as cluster:
         connection = cluster.nodes["ingest"].connection_string
         with EventHubProducerClient.from_connection_string(
             connection, eventhub_name="devices"

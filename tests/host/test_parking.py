@@ -37,30 +37,11 @@ from replication.properties import (
     DEAD_LETTER_REASON,
     DEAD_LETTER_SEQUENCE,
 )
-from tests.host.brokers import drain, locked_batch, publish_events, read_events, send, settle
+from tests.host.brokers import drain
 from tests.host.conftest import TOPOLOGY
 from tests.host.host import WorkerSession
-from tests.host.host_conversion import (
-    EventView,
-    ServiceBusView,
-    event_hub_binding_data,
-    rpc_bodies,
-    rpc_metadata,
-    servicebus_binding_data,
-)
-
-
-def _text(value: Any) -> Any:
-    return bytes(value).decode("utf-8") if isinstance(value, bytes | memoryview) else value
-
-
-def _properties(message: Any) -> dict[str, Any]:
-    return {_text(k): _text(v) for k, v in (message.application_properties or {}).items()}
-
-
-def _body(message: Any) -> bytes:
-    body = message.body
-    return body if isinstance(body, bytes) else b"".join(body)
+from tests.host.test_eventhubs_trigger import replicate_events
+from tests.host.test_servicebus_trigger import _body, _properties, replicate
 
 
 def _peek(connection: str, queue: str) -> list[Any]:
@@ -85,28 +66,9 @@ def test_an_unconvertible_event_is_parked_with_what_converts_and_redrive_leaves_
         event.properties = properties  # type: ignore[assignment]
         events.append(event)
     settings = emulator_settings
-    before = publish_events(settings["EH_INGEST"], "devices", "0", events)
-    received = read_events(settings["EH_INGEST"], "devices", "replication", "0", before, 3)
-    views = [EventView.of(event) for event in received]
-    binding_data = event_hub_binding_data(
-        views,
-        fully_qualified_namespace="localhost",
-        event_hub="devices",
-        consumer_group="replication",
-        partition_id="0",
-    )
     function = "devices-to-queue"
-    response = worker.invoke(
-        function,
-        {
-            "messages": rpc_bodies(
-                worker.functions[function].trigger,
-                [view.body for view in views],
-                worker.capabilities,
-            )
-        },
-        rpc_metadata(binding_data, worker.capabilities),
-        retry_count=0,
+    response, views = replicate_events(
+        worker, settings, events, partition_id="0", geo_replicated=False
     )
     assert worker.succeeded(response), response.result.exception.message
     replicas = drain(settings["SB_NEU"], "device-events", 2)
@@ -167,24 +129,9 @@ def test_a_message_too_large_to_park_stays_in_the_source(
         ),
     ]
     function = "jobs-weu-to-neu"
-    send(settings["SB_WEU"], "jobs", messages)
     try:
-        with locked_batch(settings["SB_WEU"], "jobs", 2) as (receiver, received):
-            views = [ServiceBusView.of(message) for message in received]
-            binding_data = servicebus_binding_data(views, fully_qualified_namespace="localhost")
-            response = worker.invoke(
-                function,
-                {
-                    "messages": rpc_bodies(
-                        worker.functions[function].trigger,
-                        [view.body for view in views],
-                        worker.capabilities,
-                    )
-                },
-                rpc_metadata(binding_data, worker.capabilities),
-            )
-            succeeded = worker.succeeded(response)
-            settle(receiver, received, ok=succeeded)
+        response = replicate(worker, settings, function, messages, source=("SB_WEU", "jobs", None))
+        succeeded = worker.succeeded(response)
         assert not succeeded
         assert "must stay in the source" in response.result.exception.message
         assert [str(r.message_id) for r in drain(settings["SB_NEU"], "jobs", 1)] == [f"{run}-ok"]

@@ -47,6 +47,8 @@ CURRENT_API_VERSIONS = {
     "Microsoft.Insights/scheduledQueryRules": "2023-12-01",
     "Microsoft.Insights/actionGroups": "2023-01-01",
     "Microsoft.Insights/workbooks": "2023-06-01",
+    # The newest API version of diagnostic settings (Azure/bicep-types-az, generated/monitor_1).
+    "Microsoft.Insights/diagnosticSettings": "2021-05-01-preview",
     "Microsoft.KeyVault": "2023-07-01",
     "Microsoft.ManagedIdentity": "2024-11-30",
 }

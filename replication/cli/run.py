@@ -43,7 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     # Metrics and traces go to OTLP or the console when the settings ask for it (see
-    # replication/telemetry_setup.py); by default nothing is exported.
+    # replication/telemetry/_setup.py); by default nothing is exported.
     configure_local_telemetry(os.environ)
     with LocalHost(topology) as host:
         print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)

@@ -3,8 +3,9 @@
 The package root exports only the bottom layer, which everything else (the patterns included)
 builds on: :class:`Envelope`, the exception hierarchy and the loop check. Beside it, the root
 holds the other leaf value modules (``properties``, ``rules``, ``values``, ``durations``,
-``exit_codes``, ``loops``). Each feature is one package, listed here in dependency order (each
-imports only those above it; ``tests/unit/test_architecture.py`` checks it):
+``exit_codes``, ``loops``) and ``settings``, the app settings read once at start. Each
+feature is one package, listed here in dependency order (each imports only those above it;
+``tests/unit/test_architecture.py`` checks it):
 
 - ``replication.sql``: the Service Bus SQL filter grammar;
 - ``replication.topology``: the validated topology file (``load_topology``);

@@ -27,6 +27,7 @@ from replication.exceptions import ReplicationError
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost, emulator_process
 from replication.properties import format_timestamp
+from replication.settings import Settings
 from replication.topology import NamespaceKind, Topology, load_topology
 from replication.transport.receivers import drain_servicebus
 from replication.transport.senders import SenderFactory
@@ -36,7 +37,7 @@ from ._options import add_topology_option
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _publish(topology: Topology, settings: dict[str, str], count: int) -> int:
+def _publish(topology: Topology, settings: Settings, count: int) -> int:
     factory = SenderFactory(topology, settings)
     # A dead-letter queue cannot be published to; its tasks have nothing to do in the demo.
     sources = dict.fromkeys(
@@ -85,11 +86,11 @@ def _capture_record(envelope: Envelope) -> dict[str, Any]:
     }
 
 
-def _capture(topology: Topology, settings: dict[str, str], output: Path) -> dict[str, Path]:
+def _capture(topology: Topology, settings: Settings, output: Path) -> dict[str, Path]:
     folders: dict[str, Path] = {}
     for namespace, topic, subscription in _consumer_subscriptions(topology):
         received = drain_servicebus(
-            topology.namespace(namespace), topic, subscription, environ=settings
+            topology.namespace(namespace), topic, subscription, settings=settings
         )
         folder = folders.setdefault(namespace, output / "capture" / namespace)
         folder.mkdir(parents=True, exist_ok=True)
@@ -142,7 +143,8 @@ def _print_verdict(report: dict[str, Any], published: int, output: Path) -> int:
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     output = Path(args.output)
-    with emulator_process(args.topology) as settings, LocalHost(topology, settings) as host:
+    with emulator_process(args.topology) as environ, LocalHost(topology, environ) as host:
+        settings = host.settings
         published = _publish(topology, settings, args.messages)
         if not host.wait_until_idle(idle_seconds=3, timeout=args.timeout, at_least=published):
             raise ReplicationError(f"replication still busy after {args.timeout} s")

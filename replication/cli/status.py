@@ -14,10 +14,10 @@ read, the others still reported; ``CONFIGURATION`` (2) for a bad topology or set
 from __future__ import annotations
 
 import argparse
-import os
 
 from replication.exit_codes import ExitCode
 from replication.operations import PEEK_CAP, StatusReport, TaskReport, read_status
+from replication.settings import Settings
 from replication.topology import load_topology
 from replication.transport.connections import check_settings
 
@@ -36,9 +36,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
-    environ = dict(os.environ)
-    check_settings(topology.namespaces, environ)
-    report = read_status(topology, environ, cap=args.cap)
+    settings = Settings.from_environ(connections=topology.connections)
+    check_settings(topology.namespaces, settings)
+    report = read_status(topology, settings, cap=args.cap)
     print(render(report))
     if report.unreachable:
         return ExitCode.UNAVAILABLE

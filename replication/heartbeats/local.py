@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Mapping
 
 from replication.runtime import TaskStatus
+from replication.settings import Settings
 from replication.topology import (
     Topology,
     heartbeat_origins,
@@ -33,7 +33,7 @@ def start_heartbeats(
     factory: SenderFactory,
     book: HeartbeatBook,
     stop: threading.Event,
-    environ: Mapping[str, str],
+    settings: Settings,
 ) -> list[threading.Thread]:
     """Start the publishers and readers of ``topology``'s heartbeats (none when disabled)."""
     if not watch_paths(book, topology):
@@ -57,7 +57,7 @@ def start_heartbeats(
             book,
             stop,
             status,
-            environ=environ,
+            settings=settings,
         )
         threads.append(
             threading.Thread(

@@ -39,6 +39,7 @@ from typing import Any
 
 from replication.exceptions import SourceUnreadableError
 from replication.properties import DEAD_LETTER_SOURCE
+from replication.settings import Settings
 from replication.topology import (
     EntityRef,
     NamespaceKind,
@@ -114,11 +115,9 @@ class StatusReport:
         return any(t.error for t in self.tasks) or any(h.error for h in self.heartbeats)
 
 
-def read_status(
-    topology: Topology, environ: Mapping[str, str], *, cap: int = PEEK_CAP
-) -> StatusReport:
+def read_status(topology: Topology, settings: Settings, *, cap: int = PEEK_CAP) -> StatusReport:
     """Read every task's counts and the heartbeats (see the module docstring)."""
-    reader = _Reader(topology, environ, cap)
+    reader = _Reader(topology, settings, cap)
     try:
         tasks = [reader.task(topology.resolved(spec)) for spec in topology.tasks]
         return StatusReport(tasks, reader.heartbeats())
@@ -127,9 +126,9 @@ def read_status(
 
 
 class _Reader:
-    def __init__(self, topology: Topology, environ: Mapping[str, str], cap: int) -> None:
+    def __init__(self, topology: Topology, settings: Settings, cap: int) -> None:
         self._topology = topology
-        self._inspector = SourceInspector(topology, environ)
+        self._inspector = SourceInspector(topology, settings)
         self._cap = cap
         self._down: dict[str, str] = {}
 

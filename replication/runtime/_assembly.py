@@ -11,8 +11,7 @@ source's kind. Where the senders come from is the caller's: the SDK senders of
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from opentelemetry.metrics import MeterProvider
@@ -20,7 +19,8 @@ from opentelemetry.trace import TracerProvider
 
 from patterns import Target
 from replication.envelope import Envelope
-from replication.telemetry import TaskTelemetry, telemetry_enabled
+from replication.settings import Settings
+from replication.telemetry import TaskTelemetry
 from replication.topology import ResolvedTask, Topology, attempt_budget
 
 from ._backoff import RetryPolicy
@@ -76,12 +76,12 @@ def runner_for(
     task: ResolvedTask,
     senders: SenderSource,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     bound_sends: bool = True,
 ) -> TaskRunner:
     """The task's runner, with senders for its targets and dead-letter target that connect on
-    their first send; telemetry off when ``environ`` (default: the process environment) says
-    so (``bound_sends``: see :class:`RetryPolicy`)."""
+    their first send; telemetry off when ``settings`` say so (``bound_sends``: see
+    :class:`RetryPolicy`)."""
     targets: dict[Target, TargetSender] = {
         target: LazySender(senders, target) for target in task.context.targets
     }
@@ -91,13 +91,12 @@ def runner_for(
     )
     budget = attempt_budget(topology, task.spec)
     retry = RetryPolicy.from_task(task, budget, bound_sends=bound_sends)
-    enabled = telemetry_enabled(os.environ if environ is None else environ)
     return TaskRunner(
         task,
         targets,
         dead_letter,
         retry=retry,
-        telemetry=task_telemetry(topology, task, enabled=enabled),
+        telemetry=task_telemetry(topology, task, enabled=settings.telemetry_enabled),
         source_kind=topology.namespace(task.spec.source.namespace).kind,
     )
 

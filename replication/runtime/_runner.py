@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 from patterns import DeadLetter, Decision, Forward, Target
 from replication.envelope import Envelope
-from replication.telemetry import TaskTelemetry, telemetry_enabled
+from replication.settings import Settings
+from replication.telemetry import TaskTelemetry
 from replication.topology import NamespaceKind, ResolvedTask
 
 from ._backoff import Budget, RetryPolicy
@@ -130,7 +130,7 @@ class TaskRunner:
             source_entity=self.task.source.entity,
             subscription=self.task.source.subscription,
             consumer_group=self.task.source.consumer_group,
-            enabled=telemetry_enabled(os.environ),
+            enabled=Settings.from_environ().telemetry_enabled,
         )
 
     def plan(self, batch: Sequence[Envelope]) -> list[Decision]:

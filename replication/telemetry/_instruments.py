@@ -57,11 +57,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from replication.envelope import Envelope
-
-TELEMETRY_SETTING = "REPLICATION_TELEMETRY"
-"""App setting: ``off`` disables metrics and traces; ``console`` (local runs) prints them."""
-
-OFF_VALUES = frozenset({"off", "false", "0", "no", "none", "disabled"})
+from replication.settings import TELEMETRY_SETTING, telemetry_on
 
 INSTRUMENTATION_NAME = "replication"
 """The meter's and the tracer's name."""
@@ -105,8 +101,9 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 
 
 def telemetry_enabled(environ: Mapping[str, str]) -> bool:
-    """False when ``REPLICATION_TELEMETRY`` says off; on by default."""
-    return environ.get(TELEMETRY_SETTING, "").strip().lower() not in OFF_VALUES
+    """False when ``REPLICATION_TELEMETRY`` in ``environ`` says off; on by default (the rule of
+    :attr:`replication.settings.Settings.telemetry_enabled`)."""
+    return telemetry_on(environ.get(TELEMETRY_SETTING, ""))
 
 
 def skip_reason(reason: str) -> str:

@@ -18,10 +18,10 @@ would refuse this one. Nothing is checkpointed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 
 from azure.eventhub import EventData, EventHubConsumerClient, PartitionContext
 
+from replication.settings import Settings
 from replication.topology import NamespaceSpec
 
 from .connections import event_hub_client
@@ -37,13 +37,13 @@ class EventReader:
         self,
         namespace: NamespaceSpec,
         event_hub: str,
-        environ: Mapping[str, str] | None = None,
+        settings: Settings,
         *,
         wait_seconds: float = 5.0,
     ) -> None:
         self._namespace = namespace
         self._event_hub = event_hub
-        self._environ = environ
+        self._settings = settings
         self._wait = wait_seconds
         self._client: EventHubConsumerClient | None = None
 
@@ -52,7 +52,7 @@ class EventReader:
             EventHubConsumerClient,
             self._namespace,
             self._event_hub,
-            self._environ,
+            self._settings,
             consumer_group=REREAD_CONSUMER_GROUP,
         )
 

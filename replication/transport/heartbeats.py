@@ -12,10 +12,10 @@ with backoff like a task's loop. A message that is not a heartbeat is completed 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 
 from replication.heartbeats import Heartbeat, HeartbeatBook, parse_heartbeat
 from replication.runtime import TaskStatus
+from replication.settings import Settings
 from replication.topology import HEARTBEAT_READER, EntityRef, NamespaceSpec
 
 from .connections import servicebus_client
@@ -38,10 +38,10 @@ def run_heartbeat_reader(
     stop: threading.Event,
     status: TaskStatus,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
 ) -> None:
     """Record the heartbeats arriving at ``namespace`` until ``stop`` is set."""
-    with servicebus_client(namespace, environ) as client:
+    with servicebus_client(namespace, settings) as client:
         receiver = source_receiver(client, reader_source(namespace.name, entity), wait=1)
         with receiver:
             while not stop.is_set():
@@ -59,14 +59,14 @@ def run_heartbeat_reader(
 
 
 def peek_latest_heartbeats(
-    namespace: NamespaceSpec, entity: str, *, environ: Mapping[str, str] | None = None
+    namespace: NamespaceSpec, entity: str, *, settings: Settings
 ) -> dict[str, Heartbeat]:
     """The latest heartbeat per origin waiting in ``namespace``'s reader subscription, by
     peeking (nothing is settled; a running reader consumes them, so this sees only what it
     has not read yet)."""
     latest: dict[str, Heartbeat] = {}
     with (
-        servicebus_client(namespace, environ) as client,
+        servicebus_client(namespace, settings) as client,
         source_receiver(client, reader_source(namespace.name, entity), wait=1) as receiver,
     ):
         for page in peek_pages(receiver, limit=PEEK_LIMIT):

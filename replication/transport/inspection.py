@@ -35,6 +35,7 @@ from azure.servicebus.exceptions import ServiceBusError
 
 from replication.exceptions import SourceUnreadableError
 from replication.runtime import describe
+from replication.settings import Settings
 from replication.topology import EntityRef, Topology
 
 from .connections import event_hub_client, servicebus_client
@@ -63,15 +64,15 @@ def _unreadable() -> Iterator[None]:
 class SourceInspector:
     """Reads counts and positions of a topology's entities; :meth:`close` closes its clients."""
 
-    def __init__(self, topology: Topology, environ: Mapping[str, str]) -> None:
+    def __init__(self, topology: Topology, settings: Settings) -> None:
         self._topology = topology
-        self._environ = environ
+        self._settings = settings
         self._clients: dict[str, ServiceBusClient] = {}
 
     def _client(self, namespace: str) -> ServiceBusClient:
         if namespace not in self._clients:
             spec = self._topology.namespace(namespace)
-            self._clients[namespace] = servicebus_client(spec, self._environ, **CLIENT_OPTIONS)
+            self._clients[namespace] = servicebus_client(spec, self._settings, **CLIENT_OPTIONS)
         return self._clients[namespace]
 
     def count(
@@ -100,12 +101,12 @@ class SourceInspector:
         namespace = self._topology.namespace(source.namespace)
         group = source.consumer_group or "$Default"
         with _unreadable():
-            store = checkpoint_store(self._environ)
+            store = checkpoint_store(self._settings)
             with event_hub_client(
                 EventHubConsumerClient,
                 namespace,
                 source.entity,
-                self._environ,
+                self._settings,
                 consumer_group=group,
                 **CLIENT_OPTIONS,
             ) as client:
@@ -133,7 +134,7 @@ class SourceInspector:
         heartbeat reader subscription of topic ``entity``."""
         with _unreadable():
             found = peek_latest_heartbeats(
-                self._topology.namespace(namespace), entity, environ=self._environ
+                self._topology.namespace(namespace), entity, settings=self._settings
             )
         return {origin: beat.published for origin, beat in found.items()}
 

@@ -57,7 +57,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
@@ -78,6 +78,7 @@ from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError, UnreadableTransferError
 from replication.runtime import Backoff, BatchOutcome, TaskRunner, TaskStatus, describe
+from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import event_hub_client, servicebus_client
@@ -141,7 +142,7 @@ def run_servicebus_source(
     stop: threading.Event,
     status: TaskStatus,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     max_batch_size: int = 100,
     lock_renewal_seconds: float = 600.0,
     isolation: Isolation | None = None,
@@ -150,7 +151,7 @@ def run_servicebus_source(
     when the connection fails; :func:`supervise` restarts it). ``isolation``, kept across
     restarts, makes the loop receive one message at a time after a receive failed."""
     isolation = isolation or Isolation()
-    with servicebus_client(namespace, environ) as client:
+    with servicebus_client(namespace, settings) as client:
         receiver = source_receiver(client, source, wait=1)
         with receiver:
             instant_empties = 0
@@ -191,7 +192,7 @@ def run_servicebus_session_source(
     stop: threading.Event,
     status: TaskStatus,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     max_batch_size: int = 100,
     lock_renewal_seconds: float = 600.0,
     isolation: Isolation | None = None,
@@ -210,7 +211,7 @@ def run_servicebus_session_source(
     runs :data:`CONCURRENT_SESSIONS` of these loops per task.
     """
     isolation = isolation or Isolation()
-    with servicebus_client(namespace, environ) as client:
+    with servicebus_client(namespace, settings) as client:
         while not stop.is_set():
             receiver = source_receiver(
                 client, source, wait=SESSION_IDLE_SECONDS, session_id=NEXT_AVAILABLE_SESSION
@@ -528,7 +529,7 @@ def run_event_hub_source(
     stop: threading.Event,
     status: TaskStatus,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     max_batch_size: int = 100,
     checkpoints: CheckpointStore | None = None,
 ) -> None:
@@ -542,7 +543,7 @@ def run_event_hub_source(
         EventHubConsumerClient,
         namespace,
         source.entity,
-        environ,
+        settings,
         consumer_group=source.consumer_group or "$Default",
     ) as probe:
         partitions = probe.get_partition_ids()
@@ -558,7 +559,7 @@ def run_event_hub_source(
                     runner,
                     stop,
                     status,
-                    environ=environ,
+                    settings=settings,
                     max_batch_size=max_batch_size,
                     checkpoints=checkpoints,
                 ),
@@ -584,7 +585,7 @@ def _run_partition(
     stop: threading.Event,
     status: TaskStatus,
     *,
-    environ: Mapping[str, str] | None,
+    settings: Settings,
     max_batch_size: int,
     checkpoints: CheckpointStore | None,
 ) -> None:
@@ -592,7 +593,7 @@ def _run_partition(
         EventHubConsumerClient,
         namespace,
         source.entity,
-        environ,
+        settings,
         consumer_group=source.consumer_group or "$Default",
         checkpoint_store=checkpoints,
     )
@@ -690,14 +691,14 @@ def drain_servicebus(
     entity: str,
     subscription: str | None = None,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     idle_seconds: float = 2.0,
 ) -> list[Envelope]:
     """Receive and complete everything in a queue or subscription until it stays empty for
     ``idle_seconds`` (for local consumers such as the demo's capture, not for replication)."""
     drained: list[Envelope] = []
     with (
-        servicebus_client(namespace, environ) as client,
+        servicebus_client(namespace, settings) as client,
         entity_receiver(client, entity, subscription, wait=idle_seconds) as receiver,
     ):
         while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle_seconds):

@@ -113,6 +113,7 @@ from replication.properties import (
     unparked,
 )
 from replication.runtime import BatchOutcome, TaskRunner, runner_for
+from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceKind, ResolvedTask, Topology
 from replication.values import as_text
 
@@ -320,14 +321,14 @@ class Redriver:
         self,
         topology: Topology,
         source: RedriveSource,
-        environ: Mapping[str, str] | None = None,
+        settings: Settings | None = None,
         *,
         batch_size: int = 100,
         wait_seconds: float = 5.0,
     ) -> None:
         self._topology = topology
         self._source = source
-        self._environ = None if environ is None else dict(environ)
+        self._settings = settings or Settings.from_environ(connections=topology.connections)
         self._batch_size = batch_size
         self._wait = wait_seconds
         self._client: ServiceBusClient | None = None
@@ -341,7 +342,7 @@ class Redriver:
     def _servicebus(self) -> ServiceBusClient:
         if self._client is None:
             namespace = self._topology.namespace(self._source.entity.namespace)
-            self._client = servicebus_client(namespace, self._environ)
+            self._client = servicebus_client(namespace, self._settings)
         return self._client
 
     def survey(self, *, limit: int | None = None) -> Survey:
@@ -384,8 +385,10 @@ class Redriver:
         if not wanted:
             return report
         if self._factory is None:
-            self._factory = SenderFactory(self._topology, self._environ)
-        runner = runner_for(self._topology, self._source.task, self._factory, environ=self._environ)
+            self._factory = SenderFactory(self._topology, self._settings)
+        runner = runner_for(
+            self._topology, self._source.task, self._factory, settings=self._settings
+        )
         held: dict[int, ServiceBusReceivedMessage] = {}
         kept: dict[int, ServiceBusReceivedMessage] = {}
         renewer = AutoLockRenewer(max_lock_renewal_duration=LOCK_RENEWAL_SECONDS)
@@ -558,7 +561,7 @@ class Redriver:
         if self._events is None:
             spec = self._source.task.spec.source
             self._events = EventReader(
-                self._topology.namespace(spec.namespace), spec.entity, self._environ
+                self._topology.namespace(spec.namespace), spec.entity, self._settings
             )
         return self._events
 

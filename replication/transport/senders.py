@@ -19,6 +19,7 @@ from azure.servicebus.exceptions import MessageSizeExceededError
 
 from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError
+from replication.settings import Settings
 from replication.topology import (
     EntityRef,
     NamespaceKind,
@@ -238,9 +239,9 @@ spend longer than that budget on a single send to a namespace that is down."""
 class SenderFactory:
     """Builds and caches one client per namespace and one sender per target entity."""
 
-    def __init__(self, topology: Topology, environ: dict[str, str] | None = None) -> None:
+    def __init__(self, topology: Topology, settings: Settings) -> None:
         self._topology = topology
-        self._environ = environ
+        self._settings = settings
         self._servicebus_clients: dict[str, ServiceBusClient] = {}
         self._senders: dict[tuple[str, str], Any] = {}
         self._peekers: dict[str, ServiceBusPeeker] = {}
@@ -278,7 +279,7 @@ class SenderFactory:
     def _servicebus_client(self, namespace: NamespaceSpec) -> ServiceBusClient:
         client = self._servicebus_clients.get(namespace.name)
         if client is None:
-            client = servicebus_client(namespace, self._environ, **SENDER_RETRIES)
+            client = servicebus_client(namespace, self._settings, **SENDER_RETRIES)
             self._servicebus_clients[namespace.name] = client
         return client
 
@@ -286,7 +287,7 @@ class SenderFactory:
         label = f"{namespace.name}/{entity}"
         if namespace.kind is NamespaceKind.EVENTHUBS:
             producer = event_hub_client(
-                EventHubProducerClient, namespace, entity, self._environ, **SENDER_RETRIES
+                EventHubProducerClient, namespace, entity, self._settings, **SENDER_RETRIES
             )
             return EventHubTargetSender(producer, label=label)
         return ServiceBusTargetSender(

@@ -37,6 +37,7 @@ BOTTOM = (
     "replication.loops",
     "replication.properties",
     "replication.rules",
+    "replication.settings",
     "replication.sql",
     "replication.telemetry",
     "replication.values",

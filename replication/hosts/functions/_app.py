@@ -27,7 +27,6 @@ The trigger's ``connection`` is the namespace's ``connection`` setting prefix: i
 # No "from __future__ import annotations": the Functions worker reads the handlers' annotations.
 
 import logging
-import os
 import typing
 from collections.abc import Callable, Mapping, Sequence
 
@@ -38,6 +37,7 @@ from replication.envelope import Envelope
 from replication.exceptions import OriginalMustStayError
 from replication.heartbeats.functions import register_heartbeats
 from replication.runtime import TaskRunner, runner_for
+from replication.settings import Settings
 from replication.telemetry import configure_function_app_telemetry
 from replication.topology import (
     NamespaceKind,
@@ -110,13 +110,12 @@ def register_task(
     task: TaskSpec,
     factory: SenderFactory,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
 ) -> None:
-    """Add the triggered function of ``task`` to ``app`` (``environ``: the app settings,
-    default the process environment)."""
+    """Add the triggered function of ``task`` to ``app``."""
     source = task.source
     namespace = topology.namespace(source.namespace)
-    runner = runner_for(topology, topology.resolved(task), factory, environ=environ)
+    runner = runner_for(topology, topology.resolved(task), factory, settings=settings)
     # A session-enabled queue or subscription is read by session receivers only.
     sessions = requires_session(topology, source)
     if namespace.kind is NamespaceKind.EVENTHUBS:
@@ -167,13 +166,15 @@ def build_app(
     Exports telemetry to Application Insights when ``APPLICATIONINSIGHTS_CONNECTION_STRING``
     is set (:mod:`replication.telemetry`), before any runner creates its instruments."""
     quiet_sdk_loggers()
-    settings = environ if environ is not None else dict(os.environ)
+    settings = Settings.from_environ(environ)
     configure_function_app_telemetry(settings)
-    topology = topology if topology is not None else load_topology()
+    topology = topology if topology is not None else load_topology(settings.topology)
+    # Read once the topology names its namespaces' connection settings.
+    settings = Settings.from_environ(environ, connections=topology.connections)
     factory = SenderFactory(topology, settings)
     app = func.FunctionApp()
     for task in topology.tasks:
-        register_task(app, topology, task, factory, environ=settings)
+        register_task(app, topology, task, factory, settings=settings)
     register_heartbeats(app, topology, factory)
     return app
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -39,6 +38,7 @@ from types import TracebackType
 from replication.heartbeats import HeartbeatBook
 from replication.heartbeats.local import start_heartbeats
 from replication.runtime import TaskStatus, runner_for
+from replication.settings import Settings
 from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
 from replication.transport.connections import check_settings
 from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store
@@ -60,9 +60,10 @@ class LocalHost:
 
     def __init__(self, topology: Topology, environ: Mapping[str, str] | None = None) -> None:
         self.topology = topology
-        self._environ = dict(os.environ if environ is None else environ)
-        check_settings(topology.namespaces, self._environ)
-        self._factory = SenderFactory(topology, self._environ)
+        self.settings = Settings.from_environ(environ, connections=topology.connections)
+        """The app settings, read once here (default: the process environment)."""
+        check_settings(topology.namespaces, self.settings)
+        self._factory = SenderFactory(topology, self.settings)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.status: dict[str, TaskStatus] = {}
@@ -81,7 +82,7 @@ class LocalHost:
             self.topology.namespace(t.source.namespace).kind is NamespaceKind.EVENTHUBS
             for t in self.topology.tasks
         ):
-            checkpoints = checkpoint_store(self._environ)
+            checkpoints = checkpoint_store(self.settings)
             if checkpoints is None:
                 logger.warning(
                     "no %s setting: Event Hubs positions are not checkpointed and a restart "
@@ -94,7 +95,7 @@ class LocalHost:
                 self.topology,
                 self.topology.resolved(task),
                 self._factory,
-                environ=self._environ,
+                settings=self.settings,
                 bound_sends=False,
             )
             namespace = self.topology.namespace(task.source.namespace)
@@ -117,7 +118,7 @@ class LocalHost:
                     runner,
                     self._stop,
                     status,
-                    environ=self._environ,
+                    settings=self.settings,
                     **own,
                 )
                 thread = threading.Thread(
@@ -129,7 +130,7 @@ class LocalHost:
                 thread.start()
                 self._threads.append(thread)
         self._threads += start_heartbeats(
-            self.topology, self._factory, self.heartbeats, self._stop, self._environ
+            self.topology, self._factory, self.heartbeats, self._stop, self.settings
         )
         return self
 

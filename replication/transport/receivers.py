@@ -83,7 +83,7 @@ from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import event_hub_client, servicebus_client
 from .eventhubs import envelope_from_event, salvaged_event
-from .servicebus import entity_receiver, envelope_from_received, source_receiver
+from .servicebus import envelope_from_received, source_receiver
 
 logger = logging.getLogger(__name__)
 
@@ -686,31 +686,8 @@ def _handle_event_batch(
         return
 
 
-def drain_servicebus(
-    namespace: NamespaceSpec,
-    entity: str,
-    subscription: str | None = None,
-    *,
-    settings: Settings,
-    idle_seconds: float = 2.0,
-) -> list[Envelope]:
-    """Receive and complete everything in a queue or subscription until it stays empty for
-    ``idle_seconds`` (for local consumers such as the demo's capture, not for replication)."""
-    drained: list[Envelope] = []
-    with (
-        servicebus_client(namespace, settings) as client,
-        entity_receiver(client, entity, subscription, wait=idle_seconds) as receiver,
-    ):
-        while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle_seconds):
-            for message in batch:
-                drained.append(envelope_from_received(message))
-                receiver.complete_message(message)
-    return drained
-
-
 __all__ = [
     "Isolation",
-    "drain_servicebus",
     "run_event_hub_source",
     "run_servicebus_source",
     "supervise",

@@ -27,8 +27,8 @@ from replication.operations import read_status
 from replication.render.emulator_config import emulator_config
 from replication.settings import Settings
 from replication.topology import Topology, load_topology
+from replication.transport.consumers import drain_servicebus
 from replication.transport.eventhubs import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
-from replication.transport.receivers import drain_servicebus
 from tests.e2e.conftest import AZURITE_ACCOUNT, AZURITE_KEY
 
 pytestmark = pytest.mark.emulator

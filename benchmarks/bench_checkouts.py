@@ -1,10 +1,11 @@
 """Two checkouts side by side: ``plan``, ``validate`` and the local host's throughput.
 
-Run: ``.venv/bin/python benchmarks/bench_checkouts.py --base DIR [--rounds R] [--messages N]``
-where ``DIR`` is another checkout of this repository (for instance ``git worktree add
-/tmp/base main``, or ``git archive main | tar -x -C /tmp/base``) and the candidate is the
-checkout this script is in. Both run with this interpreter; a change of layout (a module moved
-to a package) is what this compares, so each checkout is imported from its own directory.
+Run: ``.venv/bin/python benchmarks/bench_checkouts.py --base DIR [--candidate DIR] [--rounds R]
+[--messages N]`` where ``DIR`` is another checkout of this repository (for instance ``git
+worktree add /tmp/base main``, or ``git archive main | tar -x -C /tmp/base``); the candidate
+is the checkout this script is in unless ``--candidate`` names another. Both run with this
+interpreter; a change of layout (a module moved to a package) is what this compares, so each
+checkout is imported from its own directory.
 
 The commands run in turn, A B A B ..., ``R`` times each, and every ratio is taken pair by
 pair (candidate / base), so that a machine whose speed drifts during the run moves both:
@@ -32,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-CANDIDATE = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parents[1]
 TOPOLOGY = "examples/three-region-mesh.json"
 
 # Runs inside a checkout (cwd): replicates N messages with that checkout's local host and
@@ -86,12 +87,12 @@ def _host_seconds(checkout: Path, messages: int) -> float:
 
 
 def _pairs(
-    measure: Callable[[Path], float], base: Path, rounds: int
+    measure: Callable[[Path], float], candidate: Path, base: Path, rounds: int
 ) -> tuple[list[float], list[float]]:
     candidate_times, base_times = [], []
-    measure(CANDIDATE), measure(base)  # warm-up: caches, .pyc files
+    measure(candidate), measure(base)  # warm-up: caches, .pyc files
     for _ in range(rounds):
-        candidate_times.append(measure(CANDIDATE))
+        candidate_times.append(measure(candidate))
         base_times.append(measure(base))
     return candidate_times, base_times
 
@@ -108,26 +109,27 @@ def _row(name: str, unit: str, candidate: list[float], base: list[float]) -> str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, required=True, help="the baseline checkout")
+    parser.add_argument("--candidate", type=Path, default=HERE, help="default: this checkout")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--messages", type=int, default=2000)
     parser.add_argument("--skip-host", action="store_true", help="plan and validate only")
     args = parser.parse_args()
-    base = args.base.resolve()
-    print(f"candidate {CANDIDATE}, base {base}; {args.rounds} rounds, A B A B ...")
+    base, candidate = args.base.resolve(), args.candidate.resolve()
+    print(f"candidate {candidate}, base {base}; {args.rounds} rounds, A B A B ...")
     print("ratio: candidate time / base time, pair by pair (below 1: the candidate is faster)")
     for command in ("plan", "validate"):
         argv = ["-m", "replication", command, "--topology", TOPOLOGY]
-        candidate, base_times = _pairs(functools.partial(_command, argv), base, args.rounds)
-        print(_row(command, "s", candidate, base_times))
+        times = _pairs(functools.partial(_command, argv), candidate, base, args.rounds)
+        print(_row(command, "s", *times))
     if not args.skip_host:
 
         def host(checkout: Path) -> float:
             return _host_seconds(checkout, args.messages)
 
-        candidate, base_times = _pairs(host, base, max(3, args.rounds // 2))
-        print(_row("local host", "s", candidate, base_times))
+        host_times, base_times = _pairs(host, candidate, base, max(3, args.rounds // 2))
+        print(_row("local host", "s", host_times, base_times))
         print(
-            f"  local host  candidate {args.messages / statistics.median(candidate):8.0f} msg/s  "
+            f"  local host  candidate {args.messages / statistics.median(host_times):8.0f} msg/s  "
             f"base {args.messages / statistics.median(base_times):8.0f} msg/s "
             f"({args.messages} messages of 512 bytes, one Service Bus hop)"
         )

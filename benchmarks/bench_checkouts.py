@@ -17,8 +17,10 @@ pair (candidate / base), so that a machine whose speed drifts during the run mov
   then seconds from the local host's start until all N replicas are at the target (also
   printed as messages per second).
 
-Prints the median of each, and the median and spread of the pairwise ratios; every ratio is
-candidate time / base time, so below 1 the candidate is faster.
+Prints for each the median wall and CPU seconds (user + system of the command's process; for
+the local host the replicator's own process, the emulators apart), and the median and spread
+of the pairwise ratios; every ratio is candidate / base, so below 1 the candidate is faster.
+On a loaded machine the CPU ratios are the steadier ones.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,7 +55,7 @@ logging.basicConfig(level=logging.ERROR)
 document = topology_document(["weu", "neu"], [("weu", "neu")])
 with tempfile.TemporaryDirectory() as workdir, Cluster(document, Path(workdir)) as cluster:
     cluster.publish("weu", "orders", originals("bench", count, size=512))
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     with LocalHost(cluster.topology, cluster.environ):
         eventually(
             lambda: cluster.count("neu", "orders", "audit") >= count,
@@ -60,20 +63,26 @@ with tempfile.TemporaryDirectory() as workdir, Cluster(document, Path(workdir)) 
             interval=0.05,
             what="the replicas at the target",
         )
-        seconds = time.monotonic() - started
-print(json.dumps({"seconds": seconds}))
+        seconds, cpu = time.monotonic() - started, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu": cpu}))
 """
 
 
-def _command(argv: list[str], checkout: Path) -> float:
+def _command(argv: list[str], checkout: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one command process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, *argv], cwd=checkout, check=True, capture_output=True, timeout=300
     )
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _host_seconds(checkout: Path, messages: int) -> float:
+def _host_seconds(checkout: Path, messages: int) -> tuple[float, float]:
+    """Wall seconds until the replicas arrived, and the replicator's CPU seconds meanwhile
+    (the emulators run in their own processes)."""
     result = subprocess.run(
         [sys.executable, "-c", DRIVER, str(messages)],
         cwd=checkout,
@@ -82,13 +91,13 @@ def _host_seconds(checkout: Path, messages: int) -> float:
         text=True,
         timeout=900,
     )
-    seconds: float = json.loads(result.stdout.strip().splitlines()[-1])["seconds"]
-    return seconds
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    return float(figures["seconds"]), float(figures["cpu"])
 
 
 def _pairs(
-    measure: Callable[[Path], float], candidate: Path, base: Path, rounds: int
-) -> tuple[list[float], list[float]]:
+    measure: Callable[[Path], tuple[float, float]], candidate: Path, base: Path, rounds: int
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
     candidate_times, base_times = [], []
     measure(candidate), measure(base)  # warm-up: caches, .pyc files
     for _ in range(rounds):
@@ -97,12 +106,21 @@ def _pairs(
     return candidate_times, base_times
 
 
-def _row(name: str, unit: str, candidate: list[float], base: list[float]) -> str:
+def _row(name: str, candidate: list[float], base: list[float]) -> str:
     ratios = sorted(c / b for c, b in zip(candidate, base, strict=True))
     return (
-        f"  {name:<11} candidate {statistics.median(candidate):8.3f} {unit}  "
-        f"base {statistics.median(base):8.3f} {unit}  "
+        f"  {name:<16} candidate {statistics.median(candidate):8.3f} s  "
+        f"base {statistics.median(base):8.3f} s  "
         f"ratio {statistics.median(ratios):.3f} (min {ratios[0]:.3f}, max {ratios[-1]:.3f})"
+    )
+
+
+def _rows(name: str, candidate: list[tuple[float, float]], base: list[tuple[float, float]]) -> str:
+    return "\n".join(
+        [
+            _row(f"{name} wall", [c[0] for c in candidate], [b[0] for b in base]),
+            _row(f"{name} cpu", [c[1] for c in candidate], [b[1] for b in base]),
+        ]
     )
 
 
@@ -120,17 +138,21 @@ def main() -> None:
     for command in ("plan", "validate"):
         argv = ["-m", "replication", command, "--topology", TOPOLOGY]
         times = _pairs(functools.partial(_command, argv), candidate, base, args.rounds)
-        print(_row(command, "s", *times))
+        print(_rows(command, *times))
     if not args.skip_host:
 
-        def host(checkout: Path) -> float:
+        def host(checkout: Path) -> tuple[float, float]:
             return _host_seconds(checkout, args.messages)
 
         host_times, base_times = _pairs(host, candidate, base, max(3, args.rounds // 2))
-        print(_row("local host", "s", host_times, base_times))
+        print(_rows("local host", host_times, base_times))
+        walls = (
+            statistics.median(t[0] for t in host_times),
+            statistics.median(t[0] for t in base_times),
+        )
         print(
-            f"  local host  candidate {args.messages / statistics.median(host_times):8.0f} msg/s  "
-            f"base {args.messages / statistics.median(base_times):8.0f} msg/s "
+            f"  local host       candidate {args.messages / walls[0]:8.0f} msg/s  "
+            f"base {args.messages / walls[1]:8.0f} msg/s "
             f"({args.messages} messages of 512 bytes, one Service Bus hop)"
         )
 

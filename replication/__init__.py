@@ -18,7 +18,7 @@ feature is one package, listed here in dependency order (each imports only those
   ``TargetSender`` seam;
 - ``replication.transport``: the only code that imports the Azure SDKs (``servicebus/`` and
   ``eventhubs/`` adapters, senders, receive loops, connections, error translation);
-- ``replication.operations``: the operator commands' logic (``status``);
+- ``replication.operations``: the operator commands' logic (``status``, ``redrive``);
 - ``replication.heartbeats``: heartbeat messages, their ages and gauge, and each host's wiring;
 - ``replication.hosts``: the two ways a task is hosted, ``hosts.functions`` (the Function app,
   ``build_app``) and ``hosts.local`` (``LocalHost``, behind ``python -m replication run``);

@@ -5,12 +5,13 @@ Azure client libraries (``tests/unit/test_architecture.py``); patterns stay pure
 without a network.
 
 - :mod:`replication.transport.servicebus` and :mod:`replication.transport.eventhubs`: each
-  broker's message conversion; Service Bus receivers and peeking, Event Hubs checkpoints;
+  broker's message conversion; Service Bus receivers, peeking and the entity reader of
+  ``redrive``; Event Hubs checkpoints and re-reads;
 - ``senders``: the SDK :class:`~replication.runtime.TargetSender` implementations and the
   per-namespace client cache (``SenderFactory``);
 - ``receivers``: the receive loops of the local host; ``heartbeats``: the heartbeat reader;
-- ``redrive``: what ``python -m replication redrive`` does; ``inspection``: reading what
-  sources hold without settling anything, for ``status`` (:mod:`replication.operations`);
+- ``inspection``: reading what sources hold without settling anything, for ``status``
+  (:mod:`replication.operations`); ``consumers``: local consumers that drain and count;
 - ``connections`` (how a namespace is reached), ``errors`` (SDK errors to
   :mod:`replication.exceptions`), ``logs`` (quieting the SDKs' per-link logging), and the
   shared ``_common`` / ``_properties`` converters.

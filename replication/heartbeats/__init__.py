@@ -3,7 +3,7 @@
 Everything heartbeat lives here except two parts that belong to their layers: what the
 topology loader adds for the ``heartbeats`` section (entities, tasks, paths:
 :mod:`replication.topology`) and reading heartbeats with the Service Bus SDK
-(:mod:`replication.transport.heartbeats`).
+(:func:`~replication.transport.servicebus.run_heartbeat_reader`).
 
 - ``_messages``: the heartbeat message, its parsing, the publisher loop
   (:func:`publish_forever`) and the ages per path (:class:`HeartbeatBook`);

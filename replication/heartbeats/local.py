@@ -13,16 +13,15 @@ from __future__ import annotations
 import functools
 import threading
 
-from replication.runtime import TaskStatus
+from replication.runtime import TaskStatus, supervise
 from replication.settings import Settings
 from replication.topology import (
     Topology,
     heartbeat_origins,
     heartbeat_receivers,
 )
-from replication.transport.heartbeats import run_heartbeat_reader
-from replication.transport.receivers import supervise
 from replication.transport.senders import SenderFactory
+from replication.transport.servicebus import run_heartbeat_reader
 
 from ._messages import HeartbeatBook, publish_forever
 from ._metric import watch_paths

@@ -18,7 +18,7 @@ Per task (lanes and heartbeat tasks included):
 
 With heartbeats enabled it also peeks each receiving namespace's ``heartbeat-reader``
 subscription for the latest heartbeat per path (see
-:func:`~replication.transport.heartbeats.peek_latest_heartbeats`: a running reader consumes
+:func:`~replication.transport.servicebus.peek_latest_heartbeats`: a running reader consumes
 heartbeats, so an empty subscription there says "read", not "silent"; the reader's gauge is
 the authoritative age).
 

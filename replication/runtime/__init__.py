@@ -17,7 +17,9 @@
 - :func:`runner_for` (``_assembly``): a task's runner built from the topology and a source of
   senders, as the hosts and ``redrive`` use it; :func:`task_telemetry`, its instruments.
 - :class:`TaskStatus` (``_task_status``): what a locally running task has done and whether it
-  is making progress (the local host's per-task state, read by the live table).
+  is making progress (the local host's per-task state, read by the live table), and
+  :func:`supervise` (``_supervise``), which keeps a local loop running: restarted with the
+  one backoff policy whenever it fails, never given up.
 
 The runtime imports neither a transport nor a host (``tests/unit/test_architecture.py``).
 """
@@ -29,11 +31,21 @@ from ._ledger import LEDGER_SIZE, Ledger, position
 from ._memory import MemoryTarget
 from ._parking import parked_copy, smaller_parked_copy
 from ._runner import BatchOutcome, TaskRunner
+from ._supervise import (
+    LOUD_AFTER_FAILURES,
+    RECONNECT_MAX_SECONDS,
+    RECONNECT_MIN_SECONDS,
+    failure_level,
+    supervise,
+)
 from ._task_status import TaskStatus, describe
 
 __all__ = [
     "LEDGER_SIZE",
+    "LOUD_AFTER_FAILURES",
     "MIN_SEND_TIMEOUT",
+    "RECONNECT_MAX_SECONDS",
+    "RECONNECT_MIN_SECONDS",
     "Backoff",
     "BatchOutcome",
     "Budget",
@@ -47,9 +59,11 @@ __all__ = [
     "TaskRunner",
     "TaskStatus",
     "describe",
+    "failure_level",
     "parked_copy",
     "position",
     "runner_for",
     "smaller_parked_copy",
+    "supervise",
     "task_telemetry",
 ]

@@ -23,7 +23,7 @@ Bus SQL filter cannot read them), keys that are not UTF-8, integers outside the 
 decimals that are not finite (the SDK's decimal128 encoder cannot write them).
 
 Values the SDK cannot decode at all (char, decimal32, decimal64, decimal128) never reach this
-module: the receive call itself fails, see :mod:`replication.transport.receivers`.
+module: the receive call itself fails, see :mod:`replication.transport.servicebus` (``_loops``).
 """
 
 from __future__ import annotations

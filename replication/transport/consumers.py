@@ -17,7 +17,7 @@ A message the SDK delivers but the converter cannot read faithfully is still com
 counted, as an envelope with its MessageId and nothing else (logged at WARNING): a consumer that
 counts must not stop at one odd message. Errors of the SDK propagate (these consumers serve
 local runs and tests, not replication, which has its own receive loops in
-:mod:`replication.transport.receivers`).
+:mod:`replication.transport.servicebus` (``_loops``)).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ what to read for each task and how to report it):
   ``AzureWebJobsStorage`` names (:mod:`replication.transport.eventhubs`);
 - :meth:`SourceInspector.latest_heartbeats`: the publish time of the newest heartbeat per
   origin waiting in a namespace's reader subscription
-  (:func:`~replication.transport.heartbeats.peek_latest_heartbeats`).
+  (:func:`~replication.transport.servicebus.peek_latest_heartbeats`).
 
 Service Bus clients are created once per namespace and retry once (one quick SDK retry), so an
 unreachable namespace costs seconds. Whatever the SDK raises while reading (its own errors, an
@@ -40,8 +40,7 @@ from replication.topology import EntityRef, Topology
 
 from .connections import event_hub_client, servicebus_client
 from .eventhubs import checkpoint_store
-from .heartbeats import peek_latest_heartbeats
-from .servicebus import entity_receiver, peek_pages
+from .servicebus import entity_receiver, peek_latest_heartbeats, peek_pages
 
 CLIENT_OPTIONS: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.5}
 

@@ -77,10 +77,7 @@ def _servicebus_handler(
         envelopes = envelopes_from_servicebus_batch(
             messages, source=source, reread=None if sessions else reread, unreadable=unreadable
         )
-        keep = list(runner.park(unreadable)) if unreadable else []
-        outcome = runner.run(envelopes)
-        logger.info("%s: %s", runner.task.name, outcome.summary())
-        keep.extend(outcome.dead_letter_in_source)
+        keep = _park_and_run(runner, envelopes, unreadable)
         if keep:
             raise OriginalMustStayError(
                 runner.task.name,
@@ -96,12 +93,23 @@ def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
     def replicate(messages: typing.List[func.EventHubEvent]) -> None:  # noqa: UP006
         unreadable: list[DeadLetter] = []
         envelopes = envelopes_from_event_hub_batch(messages, source=source, unreadable=unreadable)
-        if unreadable:
-            runner.park(unreadable)
-        outcome = runner.run(envelopes)
-        logger.info("%s: %s", runner.task.name, outcome.summary())
+        # An event stays in its hub whatever was parked for it: nothing is kept in the source.
+        _park_and_run(runner, envelopes, unreadable)
 
     return replicate
+
+
+def _park_and_run(
+    runner: TaskRunner, envelopes: list[Envelope], unreadable: list[DeadLetter]
+) -> list[DeadLetter]:
+    """One invocation's work once its batch is converted: park what could not be read, run the
+    rest, log the outcome. Returns the messages whose original must stay in the source (see
+    :class:`~replication.runtime.BatchOutcome`)."""
+    keep = list(runner.park(unreadable)) if unreadable else []
+    outcome = runner.run(envelopes)
+    logger.info("%s: %s", runner.task.name, outcome.summary())
+    keep.extend(outcome.dead_letter_in_source)
+    return keep
 
 
 def register_task(

@@ -1,16 +1,17 @@
 """Run every task of a topology locally, the way the Functions host runs them in Azure.
 
 :class:`LocalHost` (behind ``python -m replication run --topology FILE``) starts one supervised
-receive loop per task (see :mod:`replication.transport.receivers`) that feeds batches to the
-task's :class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function
-app uses. Connection settings are read from the environment exactly as in Azure (see
+receive loop per task (see :mod:`replication.transport.servicebus` and
+:mod:`replication.transport.eventhubs`) that feeds batches to the task's
+:class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function app
+uses. Connection settings are read from the environment exactly as in Azure (see
 :mod:`replication.transport.connections`), so pointing ``SB_WEU`` etc. at the local emulator's
 connection strings is all a local run needs; a connection string that cannot be parsed stops
 the start with the setting's name. Event Hubs positions are checkpointed where
 ``AzureWebJobsStorage`` points (Azurite locally; see :mod:`replication.transport.eventhubs`).
 
 A task whose source queue or subscription requires sessions runs
-:data:`~replication.transport.receivers.CONCURRENT_SESSIONS` loops, each holding one session at a
+:data:`~replication.transport.servicebus.CONCURRENT_SESSIONS` loops, each holding one session at a
 time, so the messages of a session are replicated in order and sessions proceed side by side.
 
 No error stops a task for good: a lost connection, a restarted namespace, a message that
@@ -37,20 +38,18 @@ from types import TracebackType
 
 from replication.heartbeats import HeartbeatBook
 from replication.heartbeats.local import start_heartbeats
-from replication.runtime import TaskStatus, runner_for
+from replication.runtime import TaskStatus, runner_for, supervise
 from replication.settings import Settings
 from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
 from replication.transport.connections import check_settings
-from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store
-from replication.transport.receivers import (
+from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store, run_event_hub_source
+from replication.transport.senders import SenderFactory
+from replication.transport.servicebus import (
     CONCURRENT_SESSIONS,
     Isolation,
-    run_event_hub_source,
     run_servicebus_session_source,
     run_servicebus_source,
-    supervise,
 )
-from replication.transport.senders import SenderFactory
 
 logger = logging.getLogger(__name__)
 

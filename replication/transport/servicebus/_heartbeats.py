@@ -3,7 +3,7 @@
 :func:`run_heartbeat_reader` receives from the ``heartbeat-reader`` subscription of a receiving
 namespace's heartbeat topic (see :mod:`replication.topology._heartbeats`), records every
 heartbeat in a :class:`~replication.heartbeats.HeartbeatBook` and completes it; it raises when
-the connection fails, so that :func:`~replication.transport.receivers.supervise` reconnects it
+the connection fails, so that :func:`~replication.runtime.supervise` reconnects it
 with backoff like a task's loop. A message that is not a heartbeat is completed and ignored
 (logged at DEBUG). :func:`peek_latest_heartbeats` reads without settling anything, for
 ``python -m replication status``.
@@ -17,9 +17,9 @@ from replication.heartbeats import Heartbeat, HeartbeatBook, parse_heartbeat
 from replication.runtime import TaskStatus
 from replication.settings import Settings
 from replication.topology import HEARTBEAT_READER, EntityRef, NamespaceSpec
+from replication.transport.connections import servicebus_client
 
-from .connections import servicebus_client
-from .servicebus import peek_pages, source_receiver
+from ._receivers import peek_pages, source_receiver
 
 RECEIVE_WAIT_SECONDS = 1.0
 PEEK_LIMIT = 1000

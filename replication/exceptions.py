@@ -212,18 +212,72 @@ class EmulatorStartError(ReplicationError):
     """The emulator exited or printed no settings in time; the message holds its last output."""
 
 
+# -- failover, transforms and the drill --------------------------------------------------------
+
+
+class BindingDocumentError(ConfigurationError):
+    """A binding document that cannot be read (not JSON, wrong schema, unknown namespace)."""
+
+
+class SwitchRefusedError(ConfigurationError):
+    """The switch asked for is not possible with this topology and binding."""
+
+
+class SwitchInProgressError(ReplicationError):
+    """Another switch of the same application holds the binding document's lease."""
+
+
+class FailoverStoreError(ReplicationError):
+    """The failover store could not be read or written (network, authorization, service)."""
+
+    retryable = True
+
+
+class MemoryStoreUnavailableError(ReplicationError):
+    """The in-memory store was told to be unavailable."""
+
+    retryable = True
+
+
+class PublishTimeoutError(ReplicationError):
+    """No namespace accepted the messages within the send timeout."""
+
+    retryable = True
+
+
+class CodeReferenceError(ReplicationError, ValueError):
+    """A ``module:attribute`` reference that cannot be imported (the message says why)."""
+
+
+class TransformSignatureError(ReplicationError, ValueError):
+    """The object named as a transform cannot be called with one message."""
+
+
+class DrillSetupError(ReplicationError):
+    """A process of the drill did not start; the message holds its last output."""
+
+
 __all__ = [
+    "BindingDocumentError",
+    "CodeReferenceError",
     "ConfigurationError",
+    "DrillSetupError",
     "EmulatorStartError",
+    "FailoverStoreError",
     "ForwardError",
     "MalformedReplicationPropertyError",
+    "MemoryStoreUnavailableError",
     "MessageRejectedError",
     "OriginalMustStayError",
     "OriginalNotAvailableError",
     "PermanentForwardError",
+    "PublishTimeoutError",
     "RedriveStoppedError",
     "ReplicationError",
     "SourceUnreadableError",
+    "SwitchInProgressError",
+    "SwitchRefusedError",
+    "TransformSignatureError",
     "TransientForwardError",
     "TriggerMetadataError",
     "UndecodableFieldError",

@@ -18,10 +18,9 @@ import argparse
 from replication.exit_codes import ExitCode
 from replication.operations import PEEK_CAP, StatusReport, TaskReport, read_status
 from replication.settings import Settings
-from replication.topology import load_topology
 from replication.transport.connections import check_settings
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args, user_code=False)  # entities only, no app code
     settings = Settings.from_environ(connections=topology.connections)
     check_settings(topology.namespaces, settings)
     report = read_status(topology, settings, cap=args.cap)

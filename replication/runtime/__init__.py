@@ -27,7 +27,7 @@ The runtime imports neither a transport nor a host (``tests/unit/test_architectu
 from ._assembly import LazySender, SenderSource, runner_for, task_telemetry
 from ._backoff import MIN_SEND_TIMEOUT, Backoff, Budget, Retries, RetryPolicy
 from ._delivery import TargetSender
-from ._ledger import LEDGER_SIZE, Ledger, position
+from ._ledger import LEDGER_SIZE, Ledger, position, replica_position
 from ._memory import MemoryTarget
 from ._parking import parked_copy, smaller_parked_copy
 from ._runner import BatchOutcome, TaskRunner
@@ -62,6 +62,7 @@ __all__ = [
     "failure_level",
     "parked_copy",
     "position",
+    "replica_position",
     "runner_for",
     "smaller_parked_copy",
     "supervise",

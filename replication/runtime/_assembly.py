@@ -17,8 +17,8 @@ from typing import Protocol
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from patterns import Target
 from replication.envelope import Envelope
+from replication.planning import Target
 from replication.settings import Settings
 from replication.telemetry import TaskTelemetry
 from replication.topology import ResolvedTask, Topology, attempt_budget

@@ -19,13 +19,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from patterns import DeadLetter, Decision, Forward, Target
 from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError, TransientForwardError
+from replication.planning import DeadLetter, Decision, Forward, Target
 from replication.telemetry import BatchTelemetry
 
 from ._backoff import Budget
-from ._ledger import Ledger, position
+from ._ledger import Ledger, replica_position
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class Sending:
         now = time.time()
         for index in acknowledged:
             source = chunk[index].source
-            self._ledger.add((delivery.target, position(source)))
+            self._ledger.add((delivery.target, replica_position(chunk[index])))
             when = source.enqueued_time_utc.timestamp() if source.enqueued_time_utc else None
             enqueued.append(when)
             if when is not None:

@@ -14,8 +14,8 @@ import collections
 import threading
 from collections.abc import Hashable
 
-from patterns import Target
 from replication.envelope import Envelope
+from replication.planning import Forward, Target
 
 LEDGER_SIZE = 100_000
 """Source positions of acknowledged replicas a runner remembers (about 10 MB at most)."""
@@ -26,6 +26,14 @@ def position(envelope: Envelope) -> Hashable:
     if envelope.sequence_number is not None:
         return (envelope.source, envelope.partition_id, envelope.sequence_number)
     return (envelope.source, envelope.partition_id, envelope.offset, envelope.message_id)
+
+
+def replica_position(forward: Forward) -> Hashable:
+    """What identifies a forwarded replica across redeliveries: its source's position, and which
+    part of a split it is (see :attr:`Forward.part <replication.planning.Forward.part>`)."""
+    if forward.part == 0:
+        return position(forward.source)
+    return (position(forward.source), forward.part)
 
 
 class Ledger:
@@ -56,4 +64,4 @@ class Ledger:
         return self._entries.get(key, False)
 
 
-__all__ = ["LEDGER_SIZE", "Ledger", "position"]
+__all__ = ["LEDGER_SIZE", "Ledger", "position", "replica_position"]

@@ -21,7 +21,6 @@ import dataclasses
 import hashlib
 import logging
 
-from patterns import DeadLetter, Target
 from replication.envelope import Envelope
 from replication.exceptions import (
     ForwardError,
@@ -29,6 +28,7 @@ from replication.exceptions import (
     PermanentForwardError,
     TransientForwardError,
 )
+from replication.planning import DeadLetter, Target
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_ERROR_DESCRIPTION,

@@ -20,6 +20,10 @@ What happens to each decision of the pattern:
   :class:`MessageRejectedError` after everything else was sent.
 - ``Skip``: logged at DEBUG (loop prevention is normal operation, not an error).
 
+A task with a user transform plans through ``_transforming.TransformStage``: the transform
+runs on every message first, within part of the budget, and a message whose transform fails is
+parked as ``TransformFailed`` without holding back its batch-mates.
+
 Every run is measured and traced by the batch's sensor, :meth:`TaskTelemetry.batch
 <replication.telemetry.TaskTelemetry.batch>` (the OpenTelemetry API; a no-op until the
 application configures an SDK), wrapped around the run: the runner fires its hooks (a skip, a
@@ -40,16 +44,17 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from patterns import DeadLetter, Decision, Forward, Target
 from replication.envelope import Envelope
+from replication.planning import DeadLetter, Decision, Forward, Target
 from replication.settings import Settings
 from replication.telemetry import TaskTelemetry
 from replication.topology import NamespaceKind, ResolvedTask
 
 from ._backoff import Budget, RetryPolicy
 from ._delivery import Delivery, Sending, TargetSender, describe_decision
-from ._ledger import Ledger, position
+from ._ledger import Ledger, replica_position
 from ._parking import Parking
+from ._transforming import TransformStage
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +120,9 @@ class TaskRunner:
         self.context = task.context
         self._pattern = task.pattern
         self._options = task.options
+        if task.spec.transform is not None and task.transform is None:
+            raise ValueError(f"task {task.name}: loaded without its transform (user_code=False)")
+        self._transform = TransformStage(task.transform) if task.transform else None
         missing = [str(t) for t in self.context.targets if t not in senders]
         if missing:
             raise ValueError(f"task {task.name}: no sender for {', '.join(missing)}")
@@ -134,7 +142,13 @@ class TaskRunner:
         )
 
     def plan(self, batch: Sequence[Envelope]) -> list[Decision]:
-        """The pattern's decisions for ``batch`` (pure; nothing is sent)."""
+        """The decisions for ``batch``: the pattern's, over what the task's transform returned
+        when it has one (nothing is sent)."""
+        if self._transform is None:
+            return self._plan_pattern(batch)
+        return self._transform.plan(batch, self._plan_pattern, budget=self.retry.budget)
+
+    def _plan_pattern(self, batch: Sequence[Envelope]) -> list[Decision]:
         return self._pattern.plan(batch, self.context, self._options)
 
     def run(self, batch: Sequence[Envelope]) -> BatchOutcome:
@@ -147,7 +161,7 @@ class TaskRunner:
             skipped = already_sent = 0
             for decision in decisions:
                 if isinstance(decision, Forward):
-                    if (decision.target, position(decision.source)) in self._ledger:
+                    if (decision.target, replica_position(decision)) in self._ledger:
                         already_sent += 1
                         continue
                     delivery = deliveries.setdefault(decision.target, Delivery(decision.target, []))

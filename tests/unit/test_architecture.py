@@ -8,7 +8,8 @@ local or not, can exist to dodge one), that the layers only point down, and that
 imports cleanly when it is the first thing a fresh interpreter imports.
 
 The library's packages, bottom up: the leaf value modules at the root (``envelope``,
-``exceptions``, ``properties``, ...), ``sql``, ``rules``, ``telemetry``; ``patterns``;
+``exceptions``, ``properties``, ``planning`` (the pattern contract and registry), ...), ``sql``,
+``rules``, ``telemetry``, ``transforms`` (user code's contract); ``patterns``;
 ``topology``; ``runtime``; ``transport`` (the only importer of the Azure SDKs); ``heartbeats``
 (its core below ``transport``, its host wiring above) and ``operations`` (the operator
 commands' logic, never a host); the two ``hosts``, which never import each other; ``cli``.
@@ -35,11 +36,13 @@ BOTTOM = (
     "replication.exceptions",
     "replication.exit_codes",
     "replication.loops",
+    "replication.planning",
     "replication.properties",
     "replication.rules",
     "replication.settings",
     "replication.sql",
     "replication.telemetry",
+    "replication.transforms",
     "replication.values",
 )
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -57,6 +60,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "replication.topology",
         *BOTTOM,
     ),
+    # The failover feature's decisions (log, origin, bindings, follower, publisher choice, state,
+    # checkpoint arithmetic) import no transport; only its client wirings (``publishers``,
+    # ``consumers``, ``event_hub_consumer``) and the package root, which re-exports them, do.
+    "replication.failover._": ("replication.failover._", "replication.topology", *BOTTOM),
 }
 # What a package must never import (prefixes), beyond what ALLOWED already rules out.
 FORBIDDEN: dict[str, tuple[str, ...]] = {
@@ -269,6 +276,7 @@ ENTRY_MODULES = [
     "replication.topology",
     "replication.runtime",
     "replication.telemetry",
+    "replication.transforms",
     "replication.heartbeats",
     "replication.transport.servicebus",
     "replication.transport.eventhubs",

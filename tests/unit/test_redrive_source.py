@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import ConfigurationError
 from replication.operations import RedriveOrigin, redrive_source
+from replication.planning import DeadLetter
 from replication.properties import DEAD_LETTER_SOURCE, REPL_PATH, unparked
 from replication.runtime import parked_copy
 from replication.topology import load_topology

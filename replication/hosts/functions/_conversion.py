@@ -48,9 +48,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from patterns import DeadLetter
 from replication.envelope import MESSAGE_FIELDS, Envelope
 from replication.exceptions import MessageRejectedError, TriggerMetadataError
+from replication.planning import DeadLetter
 from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
 from replication.transport._common import STRICT, FieldReader, Salvage, text
 from replication.transport._properties import decode_properties

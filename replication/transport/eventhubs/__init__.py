@@ -11,12 +11,19 @@
   storage account ``AzureWebJobsStorage`` names.
 """
 
-from ._checkpoints import CONTAINER_SETTING, DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
+from ._checkpoints import (
+    API_VERSION,
+    CONTAINER_SETTING,
+    DEFAULT_CONTAINER,
+    STORAGE_SETTING,
+    checkpoint_store,
+)
 from ._conversion import envelope_from_event, salvaged_event, to_event_data
 from ._loops import RETRY_MAX_SECONDS, RETRY_MIN_SECONDS, run_event_hub_source
 from ._reread import REREAD_CONSUMER_GROUP, EventReader, ReadEvent
 
 __all__ = [
+    "API_VERSION",
     "CONTAINER_SETTING",
     "DEFAULT_CONTAINER",
     "REREAD_CONSUMER_GROUP",

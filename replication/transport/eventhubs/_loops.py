@@ -25,8 +25,8 @@ import threading
 
 from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 
-from patterns import DeadLetter
 from replication.envelope import Envelope
+from replication.planning import DeadLetter
 from replication.runtime import Backoff, TaskRunner, TaskStatus, describe, failure_level, supervise
 from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceSpec

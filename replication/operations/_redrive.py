@@ -77,13 +77,12 @@ end in :class:`RedriveStoppedError` with the counts so far; settling is never re
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
 import enum
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from replication.envelope import Envelope
@@ -108,7 +107,7 @@ from replication.properties import (
 from replication.runtime import BatchOutcome, TaskRunner, runner_for
 from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceKind, ResolvedTask, Topology
-from replication.transport.errors import translate
+from replication.transport.errors import translated
 from replication.transport.eventhubs import EventReader
 from replication.transport.senders import SenderFactory
 from replication.transport.servicebus import EntityReader, Locked, LockingReceiver, Peeked
@@ -334,7 +333,7 @@ class Redriver:
         """
         survey = Survey()
         try:
-            with self._sdk_errors():
+            with translated(self._source.label):
                 for message in self._reader.peek():
                     properties = message.properties
                     mine = self._source.belongs(properties)
@@ -367,7 +366,7 @@ class Redriver:
         held: dict[int, Locked] = {}
         kept: dict[int, Locked] = {}
         try:
-            with self._sdk_errors(), self._reader.receiving() as receiver:
+            with translated(self._source.label), self._reader.receiving() as receiver:
                 try:
                     self._receive(receiver, runner, survey, wanted, held, kept, report, on_progress)
                 finally:
@@ -542,7 +541,7 @@ class Redriver:
                 raise OriginalNotAvailableError("a notice is never sent as the message")
             return received
         message_id, position = reread
-        with self._sdk_errors():
+        with translated(self._source.label):
             event = self._event_reader().read(position.partition, position.sequence)
         if event is None:
             raise OriginalNotAvailableError(
@@ -558,16 +557,6 @@ class Redriver:
         logger.info("%s: re-read %s from %s %s", self._source.label, message_id, source,
                     position.describe())  # fmt: skip
         return event.envelope(position.partition, source=source)
-
-    @contextlib.contextmanager
-    def _sdk_errors(self) -> Iterator[None]:
-        """SDK errors of reading and settling, translated (library errors pass unchanged)."""
-        try:
-            yield
-        except ReplicationError:
-            raise
-        except Exception as error:
-            raise translate(error, target=self._source.label) from error
 
     def close(self) -> None:
         """Close the senders and the clients."""

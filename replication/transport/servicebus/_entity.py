@@ -27,12 +27,11 @@ from azure.servicebus import AutoLockRenewer, ServiceBusClient, ServiceBusReceiv
 from azure.servicebus import ServiceBusReceiver as _SdkReceiver
 
 from replication.envelope import Envelope
-from replication.exceptions import ReplicationError
 from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceSpec
 from replication.transport._properties import decode_properties
 from replication.transport.connections import servicebus_client
-from replication.transport.errors import translate
+from replication.transport.errors import translated
 from replication.values import as_text
 
 from ._conversion import envelope_from_received
@@ -111,16 +110,6 @@ class EntityReader:
             self._client = servicebus_client(self._namespace, self._settings)
         return self._client
 
-    @contextlib.contextmanager
-    def _translated(self) -> Iterator[None]:
-        """SDK errors translated (library errors pass unchanged)."""
-        try:
-            yield
-        except ReplicationError:
-            raise
-        except Exception as error:
-            raise translate(error, target=self.label) from error
-
     def peek(self) -> Iterator[Peeked]:
         """Every message of the entity, in sequence order, by peeking.
 
@@ -128,7 +117,7 @@ class EntityReader:
             ForwardError: the entity cannot be read.
             MessageRejectedError: a message's application properties cannot be decoded.
         """
-        with self._translated():
+        with translated(self.label):
             receiver = source_receiver(self._servicebus(), self._entity, wait=self._wait)
             with receiver:
                 for page in peek_pages(receiver, start=1, page_size=SCAN_PAGE):
@@ -146,7 +135,7 @@ class EntityReader:
         """A PEEK_LOCK receiver of the entity whose locks are renewed while it is open."""
         renewer = AutoLockRenewer(max_lock_renewal_duration=LOCK_RENEWAL_SECONDS)
         try:
-            with self._translated():
+            with translated(self.label):
                 receiver = source_receiver(
                     self._servicebus(), self._entity, wait=self._wait, auto_lock_renewer=renewer
                 )
@@ -175,12 +164,10 @@ class LockingReceiver:
         Raises:
             ForwardError: the receive failed.
         """
-        try:
+        with translated(self._label):
             messages = self._receiver.receive_messages(
                 max_message_count=count, max_wait_time=self._wait
             )
-        except Exception as error:
-            raise translate(error, target=self._label) from error
         return [
             Locked(message.sequence_number or 0, str(message.message_id), message)
             for message in messages
@@ -192,10 +179,8 @@ class LockingReceiver:
         Raises:
             ForwardError: the broker refused (its lock was lost, the connection dropped).
         """
-        try:
+        with translated(self._label):
             self._receiver.complete_message(locked.message)
-        except Exception as error:
-            raise translate(error, target=self._label) from error
 
     def abandon(self, locked: Locked) -> None:
         """Give ``locked`` back, best effort: a lock already gone released it anyway."""

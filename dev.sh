@@ -9,11 +9,12 @@
 #   ./dev.sh infra   set up, then run only the infrastructure checks (tests/infra)
 #
 # Setup is idempotent: it creates .venv, installs requirements-dev.txt (again only when it
-# changed), installs Java 17 with apt-get when PySpark needs it and none is present, and for
-# the tests installs Azurite from npm (package-lock.json) into node_modules/ and creates
-# .venv-host, a Python 3.13 environment with the Functions Python worker runtime for the
-# host-protocol tests (tests/host/), and .venv-azcli / .venv-checkov, the Azure CLI and checkov
-# that the infrastructure checks (tests/infra/) run, each in an environment of its own.
+# changed), installs Java 17 with apt-get when PySpark needs it and none is present, installs
+# Azurite from npm (package-lock.json) into node_modules/ (Node.js with apt-get when missing),
+# and for the tests creates .venv-host, a Python 3.13 environment with the Functions Python
+# worker runtime for the host-protocol tests (tests/host/), and .venv-azcli / .venv-checkov,
+# the Azure CLI and checkov that the infrastructure checks (tests/infra/) run, each in an
+# environment of its own.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -49,7 +50,8 @@ ensure_java() {
 }
 
 ensure_node_tools() {
-    # Azurite (blob storage for Event Hubs checkpoints in tests), pinned in package-lock.json.
+    # Azurite (blob storage: Event Hubs checkpoints in tests, the failover binding store in the
+    # demo and the tests), pinned in package-lock.json.
     if ! command -v npm >/dev/null; then
         if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
             log "installing Node.js and npm for Azurite"
@@ -156,6 +158,7 @@ run_infra() {
 run_demo() {
     ensure_venv
     ensure_java
+    ensure_node_tools  # Azurite: the binding store of the failover scenario
     log "demo: every replication pattern through the local emulator, the mesh audited with Spark"
     "$VENV/bin/python" -m replication demo --output demo-output "$@"
 }

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     return run_showcase(
         only=args.only,
         output=Path(args.output),
-        parallel=args.parallel or len(SCENARIOS),
+        parallel=args.parallel,
         verbose=args.verbose,
     )
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from replication.exceptions import ReplicationError
+from replication.exceptions import DrillSetupError
 from replication.hosts.local import SECTIONS, EmulatorProcess, EmulatorStartError
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology
@@ -36,10 +36,6 @@ AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = (
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
-
-
-class DrillSetupError(ReplicationError):
-    """A process of the drill did not start; the message holds its last output."""
 
 
 def free_port() -> int:

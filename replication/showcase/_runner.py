@@ -31,6 +31,7 @@ from pathlib import Path
 
 from replication.envelope import Envelope
 from replication.hosts.local import LocalHost
+from replication.settings import Settings
 from replication.topology import EntityRef, Topology
 from replication.transport.consumers import EntityConsumer
 from replication.transport.senders import SenderFactory
@@ -79,7 +80,9 @@ class _Stage:
         self._places = places
         self._emulators = emulators
         self._reporter = reporter
-        self._factory = SenderFactory(topology, dict(settings))
+        self._factory = SenderFactory(
+            topology, Settings.from_environ(settings, connections=topology.connections)
+        )
         self.sent: list[Expectation] = []
         self.consumptions: list[tuple[EntityRef, list[Envelope], bool]] = []
         self.findings: list[Finding] = []
@@ -160,11 +163,12 @@ class _Readers:
         settings: Mapping[str, str],
     ) -> None:
         failing = {place(text): fails for text, fails in scenario.failing_consumers.items()}
+        read = Settings.from_environ(settings, connections=topology.connections)
         self._open: dict[EntityRef, EntityConsumer] = {}
         self._make: Callable[[EntityRef], EntityConsumer] = lambda ref: EntityConsumer(
             topology.namespace(ref.namespace),
             ref,
-            environ=settings,
+            settings=read,
             sessions=ref in places.sessions,
             fails=failing.get(ref),
         )

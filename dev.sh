@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # The project's two entry points, for a fresh Debian/Ubuntu machine with Python 3.11+:
 #
-#   ./dev.sh demo    set everything up, then run the local demo (emulator, replication, audit)
-#   ./dev.sh test    set everything up, then run linters, type checks and the whole test suite
+#   ./dev.sh demo    set everything up, then run the showcase: every pattern on the local
+#                    emulator, counted, the mesh audited with Spark (arguments go to
+#                    `python -m replication demo`, e.g. --only mesh, or --topology FILE)
+#   ./dev.sh check   the inner loop: ruff, mypy and the fast test tier (no emulator, no Spark)
+#   ./dev.sh test    set everything up, then run linters, type checks and every test tier (what
+#                    CI runs), and print each step's time
 #   ./dev.sh bench   set everything up, then run the benchmarks (prints their figures)
+#   ./dev.sh infra   set up, then run only the infrastructure checks (tests/infra)
 #
 # Setup is idempotent: it creates .venv, installs requirements-dev.txt (again only when it
-# changed), installs Java 17 with apt-get when PySpark needs it and none is present, and for
-# the tests installs Azurite from npm (package-lock.json) into node_modules/ and creates
-# .venv-host, a Python 3.13 environment with the Functions Python worker runtime for the
-# host-protocol tests (tests/host/).
+# changed), installs Java 17 with apt-get when PySpark needs it and none is present, installs
+# Azurite from npm (package-lock.json) into node_modules/ (Node.js with apt-get when missing),
+# and for the tests creates .venv-host, a Python 3.13 environment with the Functions Python
+# worker runtime for the host-protocol tests (tests/host/), and .venv-azcli / .venv-checkov,
+# the Azure CLI and checkov that the infrastructure checks (tests/infra/) run, each in an
+# environment of its own.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -45,7 +52,8 @@ ensure_java() {
 }
 
 ensure_node_tools() {
-    # Azurite (blob storage for Event Hubs checkpoints in tests), pinned in package-lock.json.
+    # Azurite (blob storage: Event Hubs checkpoints in tests, the failover binding store in the
+    # demo and the tests), pinned in package-lock.json.
     if ! command -v npm >/dev/null; then
         if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
             log "installing Node.js and npm for Azurite"
@@ -117,35 +125,258 @@ ensure_host_venv() {
     fi
 }
 
+# The infrastructure checks' third-party tools, each in its own environment because their pinned
+# dependencies clash with the project's: the Azure CLI (requirements-azcli.txt, .venv-azcli) and
+# checkov (requirements-checkov.txt, .venv-checkov). Reinstalled only when the file changes.
+ensure_tool_venv() {
+    local venv="$1" requirements="$2" stamp wanted
+    ensure_python
+    if [ ! -x "$venv/bin/python" ]; then
+        log "creating $venv"
+        "$PYTHON" -m venv "$venv"
+    fi
+    stamp="$venv/.requirements.sha256"
+    wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+        log "installing $requirements into $venv"
+        "$venv/bin/python" -m pip install --quiet --upgrade pip
+        "$venv/bin/python" -m pip install --quiet -r "$requirements"
+        echo "$wanted" > "$stamp"
+    fi
+}
+
+ensure_infra_tools() {
+    ensure_tool_venv .venv-azcli requirements-azcli.txt
+    ensure_tool_venv .venv-checkov requirements-checkov.txt
+}
+
+run_infra() {
+    ensure_venv
+    ensure_infra_tools
+    log "pytest: infrastructure (Bicep evaluation, Azure schemas, the az CLI, checkov)"
+    "$VENV/bin/python" -m pytest tests/infra "$@"
+}
+
 run_demo() {
     ensure_venv
     ensure_java
-    log "demo: three-region all-active mesh through the local emulator, audited with Spark"
-    "$VENV/bin/python" -m replication demo --topology examples/three-region-mesh.json \
-        --output demo-output "$@"
+    ensure_node_tools  # Azurite: the binding store of the failover scenario
+    log "demo: every replication pattern through the local emulator, the mesh audited with Spark"
+    "$VENV/bin/python" -m replication demo --output demo-output "$@"
 }
 
-run_tests() {
-    ensure_venv
-    ensure_java
-    ensure_node_tools
-    ensure_host_venv
+# The wall time of each step of `./dev.sh test` and `./dev.sh check`, printed at the end (also
+# when a step fails). Steps run one after another; inside a test tier, pytest-xdist runs tests on
+# several processes (tests/conftest.py says what each tier needs).
+STEP_TIMES=()
+RUN_STARTED=$SECONDS
+STEP=""
+STEP_STARTED=0
+
+timed() {
+    # timed NAME COMMAND...: run COMMAND and note its wall time under NAME. COMMAND runs under
+    # `set -e` as usual (no `||` here, which would switch that off inside it); when it fails,
+    # the EXIT trap notes the step as failed.
+    STEP=$1
+    STEP_STARTED=$SECONDS
+    shift
+    "$@"
+    STEP_TIMES+=("$(printf '%-9s %5d s' "$STEP" $((SECONDS - STEP_STARTED)))")
+    STEP=""
+}
+
+FAILED_TIERS=()
+
+tier() {
+    # tier NAME COMMAND...: like `timed`, but a failing test tier is noted and the run goes on,
+    # so that one run reports the failures of every tier; run_tests fails at its end. COMMAND
+    # returns its status itself (`set -e` is off inside an `||`): pytest_tier and host_tier do.
+    local name=$1 started=$SECONDS status=0
+    shift
+    "$@" || status=$?
+    STEP_TIMES+=("$(printf '%-9s %5d s' "$name" $((SECONDS - started)))$(
+        [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
+    [ "$status" -eq 0 ] || FAILED_TIERS+=("$name")
+}
+
+print_step_times() {
+    if [ -n "$STEP" ]; then
+        STEP_TIMES+=("$(printf '%-9s %5d s  (failed)' "$STEP" $((SECONDS - STEP_STARTED)))")
+    fi
+    [ "${#STEP_TIMES[@]}" -gt 0 ] || return 0
+    log "times: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '  %s\n' "${STEP_TIMES[@]}" >&2
+    printf '  %-9s %5d s\n' total $((SECONDS - RUN_STARTED)) >&2
+}
+
+lint() {
     log "ruff (lint and format)"
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
+}
+
+typecheck() {
     log "mypy (strict)"
-    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks function_app.py
-    log "pytest"
-    "$VENV/bin/python" -m pytest "$@"
+    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks examples function_app.py
+}
+
+# Processes per tier (pytest-xdist). The fast and tools tiers are CPU-bound: one per core. The
+# emulator and fault tiers mostly wait on the wire (SDK link setup, lock expiry, outages they
+# cause), so more processes than cores overlap those waits; every test there serves its own
+# emulators on free ports with its own tmp_path. The Spark tier goes by file (--dist loadfile):
+# a file's Spark tests share one SparkSession, the demo's tests run beside them.
+TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:2:loadfile samples:2 tools:2)
+
+pytest_tier() {
+    # pytest_tier TIER [PYTEST ARGS...]: one tier of tests/conftest.py.
+    local tier=$1 entry name workers=1 dist=load workers_ dist_ status=0
+    shift
+    for entry in "${TIER_WORKERS[@]}"; do
+        IFS=: read -r name workers_ dist_ <<< "$entry"
+        if [ "$name" = "$tier" ]; then
+            workers=$workers_
+            dist=${dist_:-load}
+        fi
+    done
+    log "pytest: $tier tier ($workers process(es))"
+    local parallel=() paths=()
+    [ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist "$dist")
+    # Only the tier's folders are collected (TIER_PATHS in tests/conftest.py): every process
+    # collects what it is given.
+    read -r -a paths <<< "$("$VENV/bin/python" -c \
+        "from tests.conftest import TIER_PATHS; print(*TIER_PATHS['$tier'])")"
+    "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" "${paths[@]}" "$@" || status=$?
+    # Exit 5 (no tests collected) fails CI, unless the caller's arguments narrowed the run.
+    if [ "$status" -eq 5 ] && [ "$#" -gt 0 ]; then
+        log "no $tier tests among the arguments"
+        return 0
+    fi
+    return "$status"
+}
+
+host_tier() {
     log "pytest: host-protocol tier (Python 3.13, the Functions Python worker runtime)"
     REPLICATION_EMULATOR_PYTHON="$PWD/$VENV/bin/python" \
         "$HOST_VENV/bin/python" -m pytest --confcutdir=tests/host -p no:cacheprovider tests/host
+}
+
+# Which environment each test tier needs beyond .venv, Java and Node.js (installed first).
+# They install in the background while ruff, mypy and the first tiers run.
+BACKGROUND_SETUPS=(host azcli checkov)
+
+start_background_setups() {
+    # One background job per environment; each writes its exit status to $RESULTS/setup-NAME
+    # when it ends (lanes are subshells, which cannot `wait` for their parent's jobs).
+    local name
+    for name in "${BACKGROUND_SETUPS[@]}"; do
+        (
+            status=0
+            case "$name" in
+                host) ensure_host_venv ;;
+                azcli) ensure_tool_venv .venv-azcli requirements-azcli.txt ;;
+                checkov) ensure_tool_venv .venv-checkov requirements-checkov.txt ;;
+            esac > "$RESULTS/setup-$name.log" 2>&1 || status=$?
+            echo "$status" > "$RESULTS/setup-$name"
+        ) &
+    done
+}
+
+wait_for_setups() {
+    # wait_for_setups NAME...: block until those background setups ended; fail (showing the
+    # setup's output) when one failed.
+    local name status=0
+    for name in "$@"; do
+        while [ ! -f "$RESULTS/setup-$name" ]; do sleep 1; done
+        if [ "$(cat "$RESULTS/setup-$name")" != 0 ]; then
+            cat "$RESULTS/setup-$name.log" >&2
+            log "setup of $name failed"
+            status=1
+        fi
+    done
+    return "$status"
+}
+
+lane() {
+    # lane TIER...: run the tiers one after another, each tier's output kept in a file and shown
+    # whole when the tier ends (two lanes run side by side; flock keeps their output apart).
+    # Each tier's time and status go to $RESULTS/times, failures to $RESULTS/failed.
+    local tier started status
+    for tier in "$@"; do
+        started=$SECONDS
+        status=0
+        case "$tier" in
+            tools) { wait_for_setups azcli checkov && pytest_tier tools "${TIER_ARGS[@]}"; } ;;
+            host) { wait_for_setups host && host_tier; } ;;
+            *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;
+        esac > "$RESULTS/$tier.log" 2>&1 || status=$?
+        (
+            flock 9
+            cat "$RESULTS/$tier.log" >&2
+            printf '%s %d %d\n' "$tier" $((SECONDS - started)) "$status" >> "$RESULTS/times"
+        ) 9> "$RESULTS/output.lock"
+    done
+}
+
+run_check() {
+    # The inner loop: ruff, mypy and the fast tier; arguments go to pytest.
+    trap print_step_times EXIT
+    timed setup ensure_venv
+    timed ruff lint
+    timed mypy typecheck
+    timed fast pytest_tier fast "$@"
+}
+
+run_tests() {
+    # Everything CI runs; arguments go to each tier's pytest (not to the host tier's).
+    #
+    # .venv, Java and Node.js are installed first; the host, Azure CLI and checkov environments
+    # install in the background meanwhile. Then two lanes of tiers run side by side: most tiers
+    # spend their time waiting (on the emulators' wire, on lock expiry and the outages the fault
+    # tests cause, on Java and the worker starting), not computing, so a 2-core machine runs two
+    # at once in little more than the longer lane's time. The CPU-heavy tiers (fast, spark,
+    # tools) share one lane; the wire-bound ones (emulator, faults, samples) the other.
+    trap print_step_times EXIT
+    RESULTS=$(mktemp -d)
+    TIER_ARGS=("$@")
+    timed setup setup_foreground
+    start_background_setups
+    timed ruff lint
+    timed mypy typecheck
+    local started=$SECONDS tier seconds status
+    lane emulator faults samples &
+    local wire=$!
+    lane fast spark tools host &
+    local cpu=$!
+    wait "$wire" "$cpu" || true
+    while read -r tier seconds status; do
+        STEP_TIMES+=("$(printf '%-9s %5d s' "$tier" "$seconds")$(
+            [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
+        [ "$status" -eq 0 ] || FAILED_TIERS+=("$tier")
+    done < "$RESULTS/times"
+    STEP_TIMES+=("$(printf '%-9s %5d s  (emulator faults samples | fast spark tools host)' \
+        tiers $((SECONDS - started)))")
+    local expected=(emulator faults samples fast spark tools host)
+    for tier in "${expected[@]}"; do
+        grep -q "^$tier " "$RESULTS/times" || FAILED_TIERS+=("$tier (did not run)")
+    done
+    rm -rf "$RESULTS"
+    if [ "${#FAILED_TIERS[@]}" -gt 0 ]; then
+        log "failed tiers: ${FAILED_TIERS[*]}"
+        return 1
+    fi
+}
+
+setup_foreground() {
+    ensure_venv
+    ensure_java
+    ensure_node_tools
 }
 
 run_bench() {
     ensure_venv
     ensure_java
     ensure_host_venv
+    ensure_node_tools  # Azurite: bench_failover.py's binding store
     for script in benchmarks/bench_*.py; do
         log "$script"
         case "$script" in
@@ -158,7 +389,9 @@ run_bench() {
 
 case "${1:-}" in
     demo) shift; run_demo "$@" ;;
+    check) shift; run_check "$@" ;;
     test) shift; run_tests "$@" ;;
     bench) shift; run_bench "$@" ;;
-    *) echo "usage: $0 demo|test|bench" >&2; exit 2 ;;
+    infra) shift; run_infra "$@" ;;
+    *) echo "usage: $0 demo|check|test|bench|infra" >&2; exit 2 ;;
 esac

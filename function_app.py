@@ -4,6 +4,6 @@ The topology file is named by the app setting ``REPLICATION_TOPOLOGY`` (default
 ``topology.json`` next to this file); see README.md.
 """
 
-from replication.functions_app import build_app
+from replication.hosts.functions import build_app
 
 app = build_app()

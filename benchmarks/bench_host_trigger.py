@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 
-from replication.emulator_process import emulator_process  # noqa: E402
+from replication.hosts.local import emulator_process  # noqa: E402
 from tests.host.brokers import drain, send, settle  # noqa: E402
 from tests.host.host import WorkerSession  # noqa: E402
 from tests.host.host_conversion import (  # noqa: E402

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.topology import required_delivery_count
 from tests.faults.harness import Cluster, eventually, message_ids, originals, topology_document
 

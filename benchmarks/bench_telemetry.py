@@ -39,13 +39,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from patterns import Target
-from replication.emulator_process import emulator_process
 from replication.envelope import Envelope
-from replication.runtime import TargetSender, TaskRunner
+from replication.hosts.local import emulator_process
+from replication.planning import Target
+from replication.runtime import MemoryTarget, TargetSender, TaskRunner
+from replication.settings import Settings
 from replication.telemetry import TaskTelemetry
 from replication.topology import load_topology
-from replication.transport.memory import MemoryTarget
 from replication.transport.senders import SenderFactory
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "two-region-all-active.json"
@@ -117,7 +117,9 @@ def main() -> None:
     factory: SenderFactory | None = None
     if args.target == "emulator":
         settings = stack.enter_context(emulator_process(EXAMPLE))
-        factory = SenderFactory(topology, settings)
+        factory = SenderFactory(
+            topology, Settings.from_environ(settings, connections=topology.connections)
+        )
         stack.callback(factory.close)
 
     def one_round(name: str) -> float:

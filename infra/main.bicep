@@ -51,6 +51,9 @@ param monitoring object = {
 @description('Resource id of an existing action group the alerts notify; empty: only the topology\'s actionGroupEmails (if any).')
 param actionGroupId string = ''
 
+@description('Spread the Function app\'s plan and storage over availability zones (the region must have them).')
+param zoneRedundant bool = false
+
 @description('Azure region of the Function app.')
 param location string = resourceGroup().location
 
@@ -63,6 +66,7 @@ module serviceBus 'modules/servicebus.bicep' = [for namespace in serviceBusNames
   name: 'servicebus-${namespace.name}'
   params: {
     namespace: namespace
+    logAnalyticsWorkspaceId: functionApp.outputs.logAnalyticsWorkspaceId
   }
 }]
 
@@ -70,6 +74,7 @@ module eventHubs 'modules/eventhubs.bicep' = [for namespace in eventHubNamespace
   name: 'eventhubs-${namespace.name}'
   params: {
     namespace: namespace
+    logAnalyticsWorkspaceId: functionApp.outputs.logAnalyticsWorkspaceId
   }
 }]
 
@@ -83,6 +88,7 @@ module functionApp 'modules/functionapp.bicep' = {
     userAssignedIdentityName: userAssignedIdentityName
     pythonVersion: pythonVersion
     keyVaultName: keyVaultName
+    zoneRedundant: zoneRedundant
   }
 }
 
@@ -104,6 +110,7 @@ module keyVault 'modules/keyvault.bicep' = if (enableKeyVault) {
     name: keyVaultName
     location: location
     principalId: functionApp.outputs.principalId
+    logAnalyticsWorkspaceId: functionApp.outputs.logAnalyticsWorkspaceId
   }
 }
 

@@ -16,6 +16,10 @@ This module is the only place that spells the property names; everything else im
 - ``replication``: the flag that Service Bus subscription rules set (``SET replication = 1``)
   and filter on (``replication IS NULL``). Replication copies it untouched.
 - ``repl-target``: written by the .NET Event Hubs merge sample; read for compatibility.
+- ``repl-origin-message-id``: the MessageId the message had where it was published, written
+  only when a user transform gave a replica a MessageId of its own (the first such hop's value
+  is kept); the Spark audit matches copies by it, so a re-identified replica is still a copy of
+  its original (see ``replication.transforms``).
 
 Every ``repl-`` name and the ``replication`` flag are reserved (:func:`is_replication_property`,
 case-insensitive as the rule language is): loop prevention rests on them, so a task that edits
@@ -45,6 +49,7 @@ REPL_ENQUEUE_TIME_DOCS_SPELLING = "repl-enqueue-time"
 REPL_SEQUENCE = "repl-sequence"
 REPL_OFFSET = "repl-offset"
 REPL_TARGET = "repl-target"
+REPL_ORIGIN_MESSAGE_ID = "repl-origin-message-id"
 REPLICATION_FLAG = "replication"
 
 DEAD_LETTER_REASON = "DeadLetterReason"
@@ -52,7 +57,23 @@ DEAD_LETTER_ERROR_DESCRIPTION = "DeadLetterErrorDescription"
 DEAD_LETTER_SOURCE = "repl-dead-letter-source"
 """Written on messages parked in a task's ``deadLetterTarget`` (the Service Bus DLQ names)."""
 DEAD_LETTER_BODY_OMITTED = "repl-dead-letter-body-omitted"
-"""On a parked copy that had to leave the body out to fit: the body's size and SHA-256."""
+"""On a parked *notice*, a copy without the original's body: why the body is not there (too
+large for the parking entity, with its size and SHA-256; a body the SDK cannot give exactly).
+:data:`DEAD_LETTER_ORIGINAL` says where the original is kept instead."""
+DEAD_LETTER_PROPERTIES_OMITTED = "repl-dead-letter-properties-omitted"
+"""On a parked copy that lacks application properties the original has (values no replica can
+carry, such as maps): their names and why. Such a copy is a notice too."""
+DEAD_LETTER_ORIGINAL = "repl-dead-letter-original"
+"""On a notice: where the whole original is kept (the source's dead-letter queue, or the event
+hub partition and sequence number to re-read it from while the hub retains it)."""
+DEAD_LETTER_ENQUEUED_TIME = "repl-dead-letter-enqueued-time"
+"""On every parked copy: the original's enqueue time in its source (ISO-8601 UTC, ms)."""
+DEAD_LETTER_SEQUENCE = "repl-dead-letter-sequence"
+"""On every parked copy: the original's sequence number in its source (or partition)."""
+DEAD_LETTER_OFFSET = "repl-dead-letter-offset"
+"""On a parked event: its offset in its partition."""
+DEAD_LETTER_PARTITION = "repl-dead-letter-partition"
+"""On a parked event: its partition."""
 
 DEAD_LETTER_PROPERTIES: tuple[str, ...] = (
     DEAD_LETTER_REASON,
@@ -60,7 +81,32 @@ DEAD_LETTER_PROPERTIES: tuple[str, ...] = (
     DEAD_LETTER_SOURCE,
 )
 """What parking (``replication.runtime.parked_copy``) or the broker's dead-lettering adds to a
-message; :func:`unparked` removes them again."""
+message as its reason; :func:`unparked` removes them again."""
+
+SOURCE_FACT_PROPERTIES: tuple[str, ...] = (
+    DEAD_LETTER_ENQUEUED_TIME,
+    DEAD_LETTER_SEQUENCE,
+    DEAD_LETTER_OFFSET,
+    DEAD_LETTER_PARTITION,
+)
+"""Where the original was in its source, written on every parked copy (:func:`source_facts`):
+a parked copy's own broker facts are the parking queue's, and a replica's ``repl-enqueued-time``,
+``repl-sequence`` and ``repl-offset`` must be the source's."""
+
+NOTICE_PROPERTIES: tuple[str, ...] = (
+    DEAD_LETTER_BODY_OMITTED,
+    DEAD_LETTER_PROPERTIES_OMITTED,
+    DEAD_LETTER_ORIGINAL,
+)
+"""What makes a parked copy a notice rather than the original: it must never be sent on as the
+message (:func:`omission`)."""
+
+PARKING_PROPERTIES: tuple[str, ...] = (
+    *DEAD_LETTER_PROPERTIES,
+    *SOURCE_FACT_PROPERTIES,
+    *NOTICE_PROPERTIES,
+)
+"""Everything parking adds; none of it is ever part of a replica."""
 
 SEPARATOR = ";"
 
@@ -81,6 +127,7 @@ ALL_PROPERTIES: tuple[str, ...] = (
     *STAMPED_PROPERTIES,
     REPL_ENQUEUE_TIME_DOCS_SPELLING,
     REPL_TARGET,
+    REPL_ORIGIN_MESSAGE_ID,
     REPLICATION_FLAG,
 )
 """Every replication-related property name this library reads or writes."""
@@ -254,44 +301,112 @@ def without_replication_properties(
     return {key: value for key, value in properties.items() if key not in dropped}
 
 
+def source_facts(envelope: Envelope) -> dict[str, PropertyValue]:
+    """The properties that record where ``envelope`` was in its source (see
+    :data:`SOURCE_FACT_PROPERTIES`); only the facts it has."""
+    facts: dict[str, PropertyValue] = {}
+    if envelope.enqueued_time_utc is not None:
+        facts[DEAD_LETTER_ENQUEUED_TIME] = format_timestamp(envelope.enqueued_time_utc)
+    if envelope.sequence_number is not None:
+        facts[DEAD_LETTER_SEQUENCE] = envelope.sequence_number
+    if envelope.offset is not None:
+        facts[DEAD_LETTER_OFFSET] = envelope.offset
+    if envelope.partition_id is not None:
+        facts[DEAD_LETTER_PARTITION] = envelope.partition_id
+    return facts
+
+
+def omission(properties: Mapping[str, PropertyValue]) -> str | None:
+    """Why a parked message with these properties is a notice and not the original (None: it
+    is the original plus its reason)."""
+    for name in (DEAD_LETTER_BODY_OMITTED, DEAD_LETTER_PROPERTIES_OMITTED):
+        value = properties.get(name)
+        if value is not None:
+            return f"{name}: {as_text(value, errors='replace')}"
+    return None
+
+
+def _source_time(value: PropertyValue) -> datetime | None:
+    text = as_text(value, errors="replace")
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def _source_integer(value: PropertyValue) -> int | None:
+    try:
+        return int(as_text(value, errors="replace") or "") if not isinstance(value, int) else value
+    except ValueError:
+        return None
+
+
 def unparked(envelope: Envelope) -> Envelope:
     """The message as it was before it was parked or dead-lettered, for a redrive.
 
-    The dead-letter properties are removed (as application properties and as the envelope's
-    broker facts); everything else, MessageId and the replication properties included, is kept,
-    so loop prevention sees the original path and duplicate-detecting targets drop a copy that
-    did arrive before.
+    Everything parking added is removed (as application properties and as the envelope's
+    broker facts), and the source facts it recorded (:func:`source_facts`) become the
+    envelope's broker facts again, so the replica's ``repl-enqueued-time``, ``repl-sequence``
+    and ``repl-offset`` are the source's, not the parking queue's. Everything else, MessageId
+    and the replication properties included, is kept, so loop prevention sees the original
+    path and duplicate-detecting targets drop a copy that did arrive before. A copy parked
+    before source facts were recorded keeps the facts it was received with.
+
+    A notice (:func:`omission`) is not the original: callers must not send it on.
     """
-    return envelope.with_properties(remove=DEAD_LETTER_PROPERTIES).replace(
-        dead_letter_reason=None, dead_letter_error_description=None
+    properties = envelope.application_properties
+    facts: dict[str, object] = {}
+    if DEAD_LETTER_ENQUEUED_TIME in properties:
+        facts["enqueued_time_utc"] = _source_time(properties[DEAD_LETTER_ENQUEUED_TIME])
+    if DEAD_LETTER_SEQUENCE in properties:
+        facts["sequence_number"] = _source_integer(properties[DEAD_LETTER_SEQUENCE])
+    if DEAD_LETTER_SEQUENCE in properties or DEAD_LETTER_OFFSET in properties:
+        offset = properties.get(DEAD_LETTER_OFFSET)
+        facts["offset"] = None if offset is None else as_text(offset, errors="replace")
+        partition = properties.get(DEAD_LETTER_PARTITION)
+        facts["partition_id"] = None if partition is None else as_text(partition, errors="replace")
+    return envelope.with_properties(remove=PARKING_PROPERTIES).replace(
+        dead_letter_reason=None, dead_letter_error_description=None, **facts
     )
 
 
 __all__ = [
     "ALL_PROPERTIES",
     "DEAD_LETTER_BODY_OMITTED",
+    "DEAD_LETTER_ENQUEUED_TIME",
     "DEAD_LETTER_ERROR_DESCRIPTION",
+    "DEAD_LETTER_OFFSET",
+    "DEAD_LETTER_ORIGINAL",
+    "DEAD_LETTER_PARTITION",
     "DEAD_LETTER_PROPERTIES",
+    "DEAD_LETTER_PROPERTIES_OMITTED",
     "DEAD_LETTER_REASON",
+    "DEAD_LETTER_SEQUENCE",
     "DEAD_LETTER_SOURCE",
+    "NOTICE_PROPERTIES",
+    "PARKING_PROPERTIES",
     "REPLICATION_FLAG",
     "REPL_ENQUEUED_TIME",
     "REPL_ENQUEUE_TIME_DOCS_SPELLING",
     "REPL_HOPS",
     "REPL_OFFSET",
     "REPL_ORIGIN",
+    "REPL_ORIGIN_MESSAGE_ID",
     "REPL_PATH",
     "REPL_SEQUENCE",
     "REPL_TARGET",
     "RESERVED_PREFIX",
     "SEPARATOR",
+    "SOURCE_FACT_PROPERTIES",
     "STAMPED_PROPERTIES",
     "ReplicationState",
     "format_timestamp",
     "is_replication_property",
+    "omission",
     "read_state",
     "reserved_property_problem",
     "source_enqueued_times",
+    "source_facts",
     "stamp",
     "unparked",
     "with_replication_properties_of",

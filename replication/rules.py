@@ -14,10 +14,11 @@ schema, the patterns and the linter all use these records, so none of them needs
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from replication.sql import SqlFilter, SqlRuleAction, SqlSyntaxError
@@ -38,8 +39,41 @@ class SpecModel(BaseModel):
     )
 
 
+def _string_property_value(value: object) -> object:
+    """Refuse a correlation property value that is not a string, with the reason.
+
+    ARM's ``CorrelationFilter.properties`` is a string-to-string map (the Bicep path and the az
+    CLI's ``--correlation-filter-property key=value`` alike), so a filter provisioned here can
+    only hold strings. Service Bus compares a property with the filter's value by type: a filter
+    value of ``"2"`` does not match a message whose property is the integer 2
+    (Azure/azure-service-bus issue 401: a correlation filter made in the portal matched only once
+    the message carried the value as a string). Converting ``2`` to ``"2"`` would therefore make
+    the deployed rule silently miss the messages the topology means, so it is refused instead.
+    """
+    if isinstance(value, str):
+        return value
+    kind = "a boolean" if isinstance(value, bool) else "a number"
+    if not isinstance(value, int | float):
+        kind = f"a {type(value).__name__}"
+    raise ValueError(
+        f"{json.dumps(value)} is {kind}, not a string: correlation filter properties are "
+        "provisioned as strings (ARM and the az CLI hold string values only), and Service Bus "
+        "matches a string value only against a string property. Write the value in quotes and "
+        'send the message property as a string, or use a SQL filter (e.g. "tier = 2") to '
+        "match a number or bool"
+    )
+
+
+CorrelationPropertyValue = Annotated[str, BeforeValidator(_string_property_value)]
+"""A correlation filter property value: a string (see :func:`_string_property_value`)."""
+
+
 class CorrelationFilterSpec(SpecModel):
-    """A Service Bus correlation filter: every given field must match exactly."""
+    """A Service Bus correlation filter: every given field must match exactly.
+
+    Property values are strings only: see :func:`_string_property_value` for why numbers and
+    bools are refused rather than converted.
+    """
 
     correlation_id: str | None = None
     message_id: str | None = None
@@ -49,7 +83,7 @@ class CorrelationFilterSpec(SpecModel):
     session_id: str | None = None
     reply_to_session_id: str | None = None
     content_type: str | None = None
-    properties: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    properties: dict[str, CorrelationPropertyValue] = Field(default_factory=dict)
 
 
 class RuleFilterSpec(SpecModel):

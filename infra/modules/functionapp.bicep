@@ -29,6 +29,9 @@ param userAssignedIdentityName string = ''
 ])
 param pythonVersion string = '3.13'
 
+@description('Spread the plan and the app\'s storage over availability zones (plan zoneRedundant, storage Standard_ZRS) where the region has them.')
+param zoneRedundant bool = false
+
 param maximumInstanceCount int = 40
 param instanceMemoryMB int = 2048
 
@@ -57,7 +60,7 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   location: location
   kind: 'StorageV2'
   sku: {
-    name: 'Standard_LRS'
+    name: zoneRedundant ? 'Standard_ZRS' : 'Standard_LRS'
   }
   properties: {
     allowSharedKeyAccess: false
@@ -105,6 +108,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
   properties: {
     reserved: true
+    zoneRedundant: zoneRedundant
   }
 }
 
@@ -169,6 +173,8 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
     }
     siteConfig: {
       minTlsVersion: '1.2'
+      // Deployments go to the blob container above; nothing is uploaded over FTP(S).
+      ftpsState: 'Disabled'
     }
   }
   dependsOn: [
@@ -218,6 +224,29 @@ resource metricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' =
   }
 }
 
+
+// The app's own logs (FunctionAppLogs) and metrics to the workspace behind Application Insights.
+resource diagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
+  name: 'to-log-analytics'
+  scope: app
+  properties: {
+    workspaceId: logs.id
+    logs: [
+      {
+        category: 'FunctionAppLogs'
+        enabled: true
+      }
+    ]
+    metrics: [
+      {
+        category: 'AllMetrics'
+        enabled: true
+      }
+    ]
+  }
+}
+
 output name string = app.name
 output principalId string = principalId
 output insightsId string = insights.id
+output logAnalyticsWorkspaceId string = logs.id

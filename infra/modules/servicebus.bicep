@@ -4,6 +4,9 @@
 @description('Namespace: name, location, sku, queues, topics, subscriptions, rules.')
 param namespace object
 
+@description('Resource id of the Log Analytics workspace that receives the resource logs and metrics.')
+param logAnalyticsWorkspaceId string
+
 resource serviceBus 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
   name: namespace.name
   location: namespace.location
@@ -83,5 +86,27 @@ resource rules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2024-
     subscriptions
   ]
 }]
+
+// Resource logs and metrics to the deployment's Log Analytics workspace (infra/README.md,
+// "Diagnostics").
+resource diagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
+  name: 'to-log-analytics'
+  scope: serviceBus
+  properties: {
+    workspaceId: logAnalyticsWorkspaceId
+    logs: [
+      {
+        categoryGroup: 'allLogs'
+        enabled: true
+      }
+    ]
+    metrics: [
+      {
+        category: 'AllMetrics'
+        enabled: true
+      }
+    ]
+  }
+}
 
 output id string = serviceBus.id

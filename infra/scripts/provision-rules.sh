@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Create or update the topology's entities and replication rules with the az CLI, without Bicep.
+# Create or update the topology's namespaces, entities and replication rules with the az CLI,
+# without Bicep (PRINCIPAL_ID adds the app identity's roles, LOG_ANALYTICS_WORKSPACE_ID the
+# namespaces' diagnostic settings; see infra/README.md).
 #   RESOURCE_GROUP=my-rg infra/scripts/provision-rules.sh [--dry-run] [TOPOLOGY]
-# The namespaces must exist. Idempotent: every command is a create-or-update.
+# Idempotent: every command is a create-or-update.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DRY_RUN=()

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.topology import heartbeat_paths
 
 REFRESH_SECONDS = 1.0

@@ -11,6 +11,11 @@ replicated at most ``maxHops`` times, and between two replications it can be mov
 ``deadLetterTarget`` at most once per task (a task that parks the same copy twice would park it
 forever). A copy that has moved more often than that is in a loop: the walk stops, says which
 message and where, and the command exits with 1 (findings) instead of running forever.
+
+With ``--rate MSG_PER_S[,SIZE]`` it prints the capacity plan instead
+(:mod:`replication.capacity`): per namespace and entity, the sends, filter evaluations and
+receives per second the topology causes at that publish rate, set against the tier's limits;
+it exits with 1 when a namespace runs out.
 """
 
 from __future__ import annotations
@@ -20,15 +25,15 @@ from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from patterns import DeadLetter, Forward, Skip, Target
+from replication.capacity import Rate, capacity_plan, render
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
+from replication.planning import DeadLetter, Forward, Skip, Target
 from replication.properties import read_state
-from replication.runtime import TargetSender, TaskRunner
-from replication.topology import Topology, load_topology
-from replication.transport.memory import MemoryTarget
+from replication.runtime import MemoryTarget, TargetSender, TaskRunner
+from replication.topology import Topology
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 Entity = tuple[str, str]
 
@@ -36,6 +41,12 @@ Entity = tuple[str, str]
 def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
     parser.add_argument("--messages", type=int, default=1, help="messages per source entity")
+    parser.add_argument(
+        "--rate",
+        metavar="MSG_PER_S[,SIZE]",
+        help="print the capacity plan at this publish rate into every source entity (message "
+        "size in bytes, default 1024) against each tier's limits, instead of the walk",
+    )
 
 
 class _Simulation:
@@ -65,7 +76,19 @@ class _Simulation:
 
 
 def run(args: argparse.Namespace) -> int:
-    return walk(load_topology(args.topology), args.messages)
+    if args.rate is not None:
+        return capacity(topology_of(args), Rate.parse(args.rate))
+    return walk(topology_of(args), args.messages)
+
+
+def capacity(topology: Topology, rate: Rate) -> int:
+    """Print the capacity plan; :attr:`ExitCode.FINDINGS` when a namespace runs out or a copy
+    loops."""
+    plan = capacity_plan(topology, rate)
+    print("\n".join(render(plan)))
+    if plan.loops or any(load.runs_out for load in plan.namespaces):
+        return ExitCode.FINDINGS
+    return ExitCode.OK
 
 
 def walk(topology: Topology, messages: int = 1) -> int:

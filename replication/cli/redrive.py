@@ -4,9 +4,11 @@ replication, through the task's own runner (never by re-publishing into its sour
 ``--from dead-letter`` (the default for Service Bus sources) reads the dead-letter queue of the
 task's source queue or subscription; ``--from parked`` (the default for event hub sources) reads
 the task's ``deadLetterTarget`` and takes only the messages this task parked there.
-``--dry-run`` only peeks and prints what would be redriven; ``--max N`` redrives the oldest N.
+``--dry-run`` only peeks and prints what would be done with each message: redriven as parked,
+its original re-read from the event hub, or left parked because it is a notice whose original
+cannot be restored (each named, with the reason); ``--max N`` redrives the oldest N.
 What is read, held, completed and abandoned, and what that means for other tasks' messages in
-a shared parking queue, is described in :mod:`replication.transport.redrive`.
+a shared parking queue, is described in :mod:`replication.operations` (``_redrive``).
 
 Exit codes: ``OK`` when the run finished (the counts say what happened to each message);
 ``CONFIGURATION`` for an unknown task or a ``--from`` the task cannot have; ``UNAVAILABLE``
@@ -22,9 +24,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 
 from replication.exit_codes import ExitCode
-from replication.properties import format_timestamp
-from replication.topology import NamespaceKind, Topology, load_topology
-from replication.transport.redrive import (
+from replication.operations import (
     ProgressCallback,
     RedriveOrigin,
     Redriver,
@@ -34,8 +34,10 @@ from replication.transport.redrive import (
     Survey,
     redrive_source,
 )
+from replication.properties import format_timestamp
+from replication.topology import NamespaceKind, Topology
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def _positive(text: str) -> int:
@@ -75,7 +77,7 @@ def _origin(topology: Topology, args: argparse.Namespace, name: str) -> RedriveO
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args)
     try:
         # A task of the file that runs as one lane per target is redriven lane by lane.
         names = [lane.name for lane in topology.lanes(args.task)]
@@ -102,10 +104,10 @@ def _redrive(topology: Topology, name: str, source: RedriveSource, args: argpars
             with _progress(len(survey.wanted)) as on_progress:
                 report = redriver.redrive(survey, on_progress=on_progress)
         except RedriveStoppedError as error:
-            _print_report(error.report)
+            _print_report(error.report, survey)
             print(f"error: {error}", file=sys.stderr)
             return ExitCode.UNAVAILABLE
-    _print_report(report)
+    _print_report(report, survey)
     return ExitCode.OK
 
 
@@ -121,6 +123,12 @@ def _print_survey(survey: Survey, *, dry_run: bool) -> None:
     print(line)
     for reason, count in survey.reasons.most_common():
         print(f"    {reason}: {count}")
+    if survey.rereads:
+        verb = "would re-read" if dry_run else "re-reading"
+        print(f"  of which {verb} the original from the event hub: {len(survey.rereads)}")
+        for message_id, position in survey.rereads.values():
+            print(f"    {message_id}: {position.describe()}")
+    _print_refused(survey.refused, dry_run=dry_run)
     if survey.beyond_max:
         print(f"  left for a later run (--max): {survey.beyond_max}")
     if survey.others:
@@ -131,19 +139,32 @@ def _print_survey(survey: Survey, *, dry_run: bool) -> None:
     print("", flush=True)
 
 
-def _print_report(report: RedriveReport) -> None:
+def _print_report(report: RedriveReport, survey: Survey) -> None:
     print(
         f"read {report.read}, forwarded {report.forwarded}, skipped {report.skipped}, "
         f"parked again {report.parked_again}, left for other tasks {report.left_for_other_tasks}"
     )
     extra = {
         "left in place (rejected, no deadLetterTarget)": report.rejected,
+        "left in place (too large to park whole; a notice was parked)": report.kept_whole,
         "passed over (abandoned, delivery count +1)": report.passed_over,
         "not reached (run again)": report.not_reached,
     }
     for label, count in extra.items():
         if count:
             print(f"  {label}: {count}")
+    # The survey's refusals were printed with the survey; these are the re-reads that failed.
+    _print_refused(report.refused[len(survey.refused) :], dry_run=False)
+
+
+def _print_refused(refused: list[tuple[str, str]], *, dry_run: bool) -> None:
+    """The notices that stay parked (never sent as the message), one line each."""
+    if not refused:
+        return
+    verb = "would leave" if dry_run else "left"
+    print(f"  {verb} parked, original not restorable: {len(refused)}")
+    for message_id, why in refused:
+        print(f"    {message_id}: {why}")
 
 
 @contextmanager

@@ -4,24 +4,23 @@ It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anythin
 seconds, and prints per task how many messages and batches it handled. On a terminal it shows
 a live per-task table meanwhile (:mod:`._live`); otherwise the log lines only. It exits with
 ``UNAVAILABLE`` (3) when a task was failing at the end (it could not reach its source or its
-targets, or its last batch failed), so that a script notices. See :mod:`replication.local_host`
+targets, or its last batch failed), so that a script notices. See :mod:`replication.hosts.local`
 for what it runs and which settings it reads.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 
 from replication.exit_codes import ExitCode
-from replication.local_host import LocalHost
-from replication.telemetry_setup import configure_local_telemetry
-from replication.topology import load_topology
+from replication.hosts.local import LocalHost
+from replication.settings import Settings
+from replication.telemetry import configure_local_telemetry
 
 from ._live import show_live
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,10 +40,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args)
     # Metrics and traces go to OTLP or the console when the settings ask for it (see
-    # replication/telemetry_setup.py); by default nothing is exported.
-    configure_local_telemetry(os.environ)
+    # replication/telemetry/_setup.py); by default nothing is exported.
+    configure_local_telemetry(Settings.from_environ())
     with LocalHost(topology) as host:
         print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
         try:

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from replication.durations import format_iso8601
-from replication.topology import NamespaceSpec, QueueSpec, SubscriptionSpec
+from replication.topology import NamespaceSpec, QueueSpec, SubscriptionSpec, Topology
 
 
 def iso_duration(value: timedelta) -> str:
@@ -40,3 +40,15 @@ def pascal_case(settings: dict[str, Any]) -> dict[str, Any]:
 def resource_name(namespace: NamespaceSpec) -> str:
     """The Azure resource name of a namespace: the first label of its host name."""
     return namespace.fully_qualified_namespace.split(".", 1)[0].split(":", 1)[0]
+
+
+def provisioned(topology: Topology) -> list[NamespaceSpec]:
+    """The namespaces this deployment creates: all but those of another tenant.
+
+    A namespace with ``keyVaultSecret`` belongs to another tenant and is reached with the SAS
+    connection string in that secret. It is referenced, never deployed: creating it here would
+    collide with a global name someone else owns or, where the name is free, create a different
+    namespace of ours (with local auth disabled, so the connection string could not work). Its
+    entities, subscriptions and roles are its owner's to create; the az CLI script lists them.
+    """
+    return [namespace for namespace in topology.namespaces if not namespace.key_vault_secret]

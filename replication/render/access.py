@@ -32,7 +32,7 @@ from replication.topology import (
     heartbeat_receivers,
 )
 
-from ._common import resource_name
+from ._common import provisioned, resource_name
 
 SERVICEBUS_DATA_SENDER = "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39"
 SERVICEBUS_DATA_RECEIVER = "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"
@@ -100,14 +100,17 @@ def _assignment(topology: Topology, ref: EntityRef, role: str) -> RoleAssignment
 
 
 def role_assignments(topology: Topology) -> list[RoleAssignment]:
-    """Every role the Function app needs, once each, in a stable order."""
+    """Every role the Function app needs, once each, in a stable order.
+
+    None in a namespace of another tenant (``keyVaultSecret``): the app reaches it with a SAS
+    connection string, and this tenant's identity cannot be granted roles there."""
     assignments = set()
     for task in topology.tasks:
         assignments.add(_assignment(topology, task.source, "receiver"))
         senders = [*task.targets, *([task.dead_letter_target] if task.dead_letter_target else [])]
         for ref in senders:
             assignments.add(_assignment(topology, ref, "sender"))
-    # Heartbeats (replication.heartbeat_functions): the timer publishes on each origin's
+    # Heartbeats (replication.heartbeats.functions): the timer publishes on each origin's
     # heartbeat topic, the readers read each receiving namespace's reader subscription.
     entity = topology.heartbeats.entity
     for origin in heartbeat_origins(topology):
@@ -116,4 +119,5 @@ def role_assignments(topology: Topology) -> list[RoleAssignment]:
     for target in heartbeat_receivers(topology):
         ref = EntityRef(namespace=target, entity=entity, subscription=HEARTBEAT_READER)
         assignments.add(_assignment(topology, ref, "receiver"))
-    return sorted(assignments)
+    owned = {resource_name(namespace) for namespace in provisioned(topology)}
+    return sorted(a for a in assignments if a.namespace in owned)

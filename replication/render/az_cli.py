@@ -1,27 +1,42 @@
-"""A bash script that provisions the topology's entities and rules with the az CLI
-(``python -m replication render az-cli``), for users who do not deploy the Bicep files.
+"""A bash script that provisions the topology with the az CLI (``python -m replication render
+az-cli``), for users who do not deploy the Bicep files.
+
+It creates what ``infra/main.bicep`` creates from the topology, with the same request bodies
+(``tests/infra/test_provisioning_paths.py`` runs the script through the real az CLI and compares
+every request with the evaluated Bicep deployment): the namespaces of this tenant (local auth
+disabled, TLS 1.2), their queues, topics, subscriptions, rules, event hubs and consumer groups;
+with ``PRINCIPAL_ID`` set, the Function app identity's least-privilege roles; with
+``LOG_ANALYTICS_WORKSPACE_ID`` set, the namespaces' diagnostic settings. The Function app, its
+storage, Key Vault and alerts are the Bicep files' alone.
 
 Every command is a create-or-update (ARM PUT), so the script is idempotent: run it again after
 changing the topology. The replication rule is created under the name ``$Default``, which
 replaces the TrueFilter rule Service Bus gives a new subscription (a TrueFilter would replicate
-replicas too). ``--dry-run`` prints the commands instead of running them. Namespaces are expected
-to exist (create them with the Bicep files or the portal); the script names the resource group
-with ``$RESOURCE_GROUP``.
+replicas too). ``--dry-run`` prints the commands instead of running them.
+
+A namespace of another tenant (``keyVaultSecret``) is referenced, never created: the script
+lists, as comments, the commands its owner runs in that tenant (see ``_common.provisioned``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from typing import Any
 
 from replication.topology import NamespaceKind, NamespaceSpec, Topology, materialize
 
+from ._common import provisioned, resource_name
+from .access import RoleAssignment, role_assignments
 from .bicep_params import eventhubs_parameter, servicebus_parameter
 
 HEADER = """#!/usr/bin/env bash
 # Generated from {source} by `python -m replication render az-cli`: do not edit, re-render.
-# Creates or updates the entities and replication rules of the topology (idempotent).
-# Usage: RESOURCE_GROUP=my-rg {script} [--dry-run]
+# Creates or updates the topology's namespaces, entities and replication rules (idempotent).
+# Usage: RESOURCE_GROUP=my-rg [PRINCIPAL_ID=<object id>] [LOG_ANALYTICS_WORKSPACE_ID=<id>] \\
+#        {script} [--dry-run]
+#   PRINCIPAL_ID: the Function app's managed identity: grants its Data Receiver / Sender roles
+#   LOG_ANALYTICS_WORKSPACE_ID: resource id of a workspace: the namespaces' diagnostic settings
 set -euo pipefail
 : "${{RESOURCE_GROUP:?set RESOURCE_GROUP to the resource group of the namespaces}}"
 DRY_RUN=0
@@ -29,103 +44,233 @@ if [ "${{1:-}}" = "--dry-run" ]; then DRY_RUN=1; fi
 run() {{
     if [ "$DRY_RUN" = 1 ]; then printf '%q ' "$@"; printf '\\n'; else "$@" >/dev/null; fi
 }}
+with_principal() {{ if [ -n "${{PRINCIPAL_ID:-}}" ]; then run "$@"; fi; }}
+with_workspace() {{ if [ -n "${{LOG_ANALYTICS_WORKSPACE_ID:-}}" ]; then run "$@"; fi; }}
+if [ -n "${{PRINCIPAL_ID:-}}" ] && [ -z "${{SUBSCRIPTION_ID:-}}" ]; then
+    if [ "$DRY_RUN" = 1 ]; then SUBSCRIPTION_ID='<subscription id>'
+    else SUBSCRIPTION_ID=$(az account show --query id --output tsv); fi
+fi
 """
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shell:
+    """A word written as shell text (a variable expansion), not quoted as a literal."""
+
+    text: str
+
+
+_RESOURCE_GROUP = _Shell('"$RESOURCE_GROUP"')
+_WORKSPACE = _Shell('"${LOG_ANALYTICS_WORKSPACE_ID:-}"')
+_PRINCIPAL = _Shell('"${PRINCIPAL_ID:-}"')
+_BASE = ("--resource-group", _RESOURCE_GROUP)
 
 _SETTING_FLAGS = {
     "maxDeliveryCount": "--max-delivery-count",
     "lockDuration": "--lock-duration",
     "defaultMessageTimeToLive": "--default-message-time-to-live",
     "deadLetteringOnMessageExpiration": "--enable-dead-lettering-on-message-expiration",
+    "deadLetteringOnFilterEvaluationExceptions": "--dead-letter-on-filter-exceptions",
     "requiresSession": "--enable-session",
     "forwardTo": "--forward-to",
     "forwardDeadLetteredMessagesTo": "--forward-dead-lettered-messages-to",
     "requiresDuplicateDetection": "--enable-duplicate-detection",
     "duplicateDetectionHistoryTimeWindow": "--duplicate-detection-history-time-window",
 }
+"""ARM property of a queue, topic or subscription -> the az CLI flag that sets it."""
+
+_CORRELATION_FLAGS = {
+    "correlationId": "--correlation-id",
+    "messageId": "--message-id",
+    "to": "--to",
+    "replyTo": "--reply-to",
+    "label": "--label",
+    "sessionId": "--session-id",
+    "replyToSessionId": "--reply-to-session-id",
+    "contentType": "--content-type",
+}
+"""ARM ``CorrelationFilter`` field -> flag (``properties``: ``--correlation-filter-property``)."""
+
+SQL_COMPATIBILITY_LEVEL = "20"
+"""What Bicep sets on the rule action (ARM: "currently hard-coded to 20")."""
 
 
-def _flags(settings: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
+def _value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _flags(settings: dict[str, Any]) -> list[str]:
     flags: list[str] = []
     for key, flag in _SETTING_FLAGS.items():
-        if key in settings and key not in skip:
-            value = settings[key]
-            flags += [flag, str(value).lower() if isinstance(value, bool) else str(value)]
+        if key in settings:
+            flags += [flag, _value(settings[key])]
     return flags
 
 
-def _command(*words: str) -> str:
-    return "run " + " ".join(
-        word if word == '"$RESOURCE_GROUP"' else shlex.quote(word) for word in words
-    )
+def _command(runner: str, *words: str | _Shell) -> str:
+    return " ".join([runner, *(w.text if isinstance(w, _Shell) else shlex.quote(w) for w in words)])
 
 
-def _servicebus_commands(namespace: NamespaceSpec) -> list[str]:
-    spec = servicebus_parameter(namespace)
-    base = ("--resource-group", '"$RESOURCE_GROUP"', "--namespace-name", spec["name"])
-    lines = [f"# Service Bus namespace {namespace.name} ({spec['name']}, {namespace.region})"]
+def _correlation_flags(correlation: dict[str, Any]) -> list[str]:
+    words = ["--filter-type", "CorrelationFilter"]
+    for key, flag in _CORRELATION_FLAGS.items():
+        if key in correlation:
+            words += [flag, str(correlation[key])]
+    properties = correlation.get("properties", {})
+    if properties:
+        # The CLI reads each word as key=value, splitting at the first "=" (validate_tag).
+        bad = [key for key in properties if "=" in key or not key]
+        if bad:
+            raise ValueError(
+                f"correlation filter property names {bad} cannot be passed to the az CLI "
+                "(--correlation-filter-property takes key=value words)"
+            )
+        words += ["--correlation-filter-property", *(f"{k}={v}" for k, v in properties.items())]
+    return words
+
+
+def _servicebus_commands(spec: dict[str, Any], runner: str = "run") -> list[str]:
+    """The entity commands of a rendered ``servicebus_parameter``."""
+    ns = ("--namespace-name", spec["name"])
+    lines = []
     for queue in spec["queues"]:
-        lines.append(
-            _command("az", "servicebus", "queue", "create", *base, "--name", queue["name"],
-                     *_flags(queue))
-        )  # fmt: skip
+        lines.append(_command(runner, "az", "servicebus", "queue", "create", *_BASE, *ns,
+                              "--name", queue["name"], *_flags(queue)))  # fmt: skip
     for topic in spec["topics"]:
-        lines.append(
-            _command("az", "servicebus", "topic", "create", *base, "--name", topic["name"],
-                     *_flags(topic, skip=("requiresSession",)))
-        )  # fmt: skip
+        lines.append(_command(runner, "az", "servicebus", "topic", "create", *_BASE, *ns,
+                              "--name", topic["name"], *_flags(topic)))  # fmt: skip
     for subscription in spec["subscriptions"]:
         lines.append(
-            _command("az", "servicebus", "topic", "subscription", "create", *base,
+            _command(runner, "az", "servicebus", "topic", "subscription", "create", *_BASE, *ns,
                      "--topic-name", subscription["topic"], "--name", subscription["name"],
                      *_flags(subscription))
         )  # fmt: skip
     for rule in spec["rules"]:
-        words = ["az", "servicebus", "topic", "subscription", "rule", "create", *base,
+        words = ["az", "servicebus", "topic", "subscription", "rule", "create", *_BASE, *ns,
                  "--topic-name", rule["topic"], "--subscription-name", rule["subscription"],
                  "--name", rule["name"]]  # fmt: skip
         if rule["filterType"] == "SqlFilter":
-            words += ["--filter-sql-expression", rule["sqlExpression"]]
+            words += [
+                "--filter-type",
+                "SqlFilter",
+                "--filter-sql-expression",
+                rule["sqlExpression"],
+            ]
         else:
-            correlation = rule["correlationFilter"]
-            flags = {"correlationId": "--correlation-id", "messageId": "--message-id",
-                     "to": "--to", "replyTo": "--reply-to", "subject": "--label",
-                     "sessionId": "--session-id", "replyToSessionId": "--reply-to-session-id",
-                     "contentType": "--content-type"}  # fmt: skip
-            words += ["--filter-type", "CorrelationFilter"]
-            for key, flag in flags.items():
-                if key in correlation:
-                    words += [flag, str(correlation[key])]
+            words += _correlation_flags(rule["correlationFilter"])
         if "actionSqlExpression" in rule:
-            words += ["--action-sql-expression", rule["actionSqlExpression"]]
-        lines.append(_command(*words))
+            words += ["--action-sql-expression", rule["actionSqlExpression"],
+                      "--action-compatibility-level", SQL_COMPATIBILITY_LEVEL]  # fmt: skip
+        lines.append(_command(runner, *words))
     return lines
 
 
-def _eventhubs_commands(namespace: NamespaceSpec) -> list[str]:
-    spec = eventhubs_parameter(namespace)
-    base = ("--resource-group", '"$RESOURCE_GROUP"', "--namespace-name", spec["name"])
-    lines = [f"# Event Hubs namespace {namespace.name} ({spec['name']}, {namespace.region})"]
+def _eventhubs_commands(spec: dict[str, Any], runner: str = "run") -> list[str]:
+    """The entity commands of a rendered ``eventhubs_parameter``."""
+    ns = ("--namespace-name", spec["name"])
+    lines = []
     for hub in spec["eventHubs"]:
         lines.append(
-            _command("az", "eventhubs", "eventhub", "create", *base, "--name", hub["name"],
-                     "--partition-count", str(hub["partitionCount"]),
+            _command(runner, "az", "eventhubs", "eventhub", "create", *_BASE, *ns,
+                     "--name", hub["name"], "--partition-count", str(hub["partitionCount"]),
                      "--retention-time-in-hours", str(24 * hub["messageRetentionInDays"]),
                      "--cleanup-policy", "Delete")
         )  # fmt: skip
     for group in spec["consumerGroups"]:
         lines.append(
-            _command("az", "eventhubs", "eventhub", "consumer-group", "create", *base,
-                     "--eventhub-name", group["eventHub"], "--name", group["name"])
+            _command(runner, "az", "eventhubs", "eventhub", "consumer-group", "create", *_BASE,
+                     *ns, "--eventhub-name", group["eventHub"], "--name", group["name"])
         )  # fmt: skip
     return lines
 
 
+def _diagnostics_command(resource_type: str, name: str) -> str:
+    """The namespace's diagnostic setting, as ``infra/modules/servicebus.bicep`` declares it."""
+    return _command(
+        "with_workspace", "az", "monitor", "diagnostic-settings", "create", *_BASE,
+        "--name", "to-log-analytics", "--resource", name, "--resource-type", resource_type,
+        "--workspace", _WORKSPACE,
+        "--logs", '[{"categoryGroup":"allLogs","enabled":true}]',
+        "--metrics", '[{"category":"AllMetrics","enabled":true}]',
+    )  # fmt: skip
+
+
+def _namespace_commands(namespace: NamespaceSpec) -> list[str]:
+    if namespace.kind is NamespaceKind.SERVICEBUS:
+        spec = servicebus_parameter(namespace)
+        lines = [f"# Service Bus namespace {namespace.name} ({spec['name']}, {spec['location']})"]
+        lines.append(
+            _command("run", "az", "servicebus", "namespace", "create", *_BASE,
+                     "--name", spec["name"], "--location", spec["location"], "--sku", spec["sku"],
+                     "--disable-local-auth", "true", "--min-tls", "1.2")
+        )  # fmt: skip
+        lines += _servicebus_commands(spec)
+        lines.append(_diagnostics_command("Microsoft.ServiceBus/namespaces", spec["name"]))
+        return lines
+    spec = eventhubs_parameter(namespace)
+    lines = [f"# Event Hubs namespace {namespace.name} ({spec['name']}, {spec['location']})"]
+    lines.append(
+        _command("run", "az", "eventhubs", "namespace", "create", *_BASE, "--name", spec["name"],
+                 "--location", spec["location"], "--sku", spec["sku"], "--capacity", "1",
+                 "--disable-local-auth", "true", "--min-tls", "1.2")
+    )  # fmt: skip
+    lines += _eventhubs_commands(spec)
+    lines.append(_diagnostics_command("Microsoft.EventHub/namespaces", spec["name"]))
+    return lines
+
+
+def _foreign_namespace_comments(namespace: NamespaceSpec) -> list[str]:
+    """What the owner of a namespace in another tenant creates there, as comments."""
+    kind = "Service Bus" if namespace.kind is NamespaceKind.SERVICEBUS else "Event Hubs"
+    name = resource_name(namespace)
+    lines = [
+        f"# {kind} namespace {namespace.name} ({name}, {namespace.region}): in another tenant "
+        f"(keyVaultSecret {namespace.key_vault_secret}),",
+        "# referenced only: nothing is created there from here. Its owner creates these "
+        "entities in that tenant:",
+    ]
+    if namespace.kind is NamespaceKind.SERVICEBUS:
+        commands = _servicebus_commands(servicebus_parameter(namespace), runner="#  ")
+    else:
+        commands = _eventhubs_commands(eventhubs_parameter(namespace), runner="#  ")
+    return lines + [line.replace(_RESOURCE_GROUP.text, "<resource group>") for line in commands]
+
+
+_SCOPES = {
+    "queue": "Microsoft.ServiceBus/namespaces/{namespace}/queues/{entity}",
+    "topic": "Microsoft.ServiceBus/namespaces/{namespace}/topics/{entity}",
+    "subscription": "Microsoft.ServiceBus/namespaces/{namespace}/topics/{entity}"
+    "/subscriptions/{subscription}",
+    "eventhub": "Microsoft.EventHub/namespaces/{namespace}/eventhubs/{entity}",
+}
+
+
+def _role_command(assignment: RoleAssignment) -> str:
+    path = _SCOPES[assignment.entity_type].format(**dataclasses.asdict(assignment))
+    scope = _Shell(
+        '"/subscriptions/${SUBSCRIPTION_ID:-}/resourceGroups/$RESOURCE_GROUP/providers/"'
+        + shlex.quote(path)
+    )
+    return _command(
+        "with_principal", "az", "role", "assignment", "create", "--assignee-object-id",
+        _PRINCIPAL, "--assignee-principal-type", "ServicePrincipal",
+        "--role", assignment.role_definition_id, "--scope", scope,
+    )  # fmt: skip
+
+
 def az_cli_script(topology: Topology, *, source: str = "topology.json") -> str:
+    materialized = materialize(topology)
+    owned = provisioned(materialized)
     lines = [HEADER.format(source=source, script="provision.sh")]
-    for namespace in materialize(topology).namespaces:
-        if namespace.kind is NamespaceKind.SERVICEBUS:
-            lines += _servicebus_commands(namespace)
+    for namespace in materialized.namespaces:
+        if namespace in owned:
+            lines += _namespace_commands(namespace)
         else:
-            lines += _eventhubs_commands(namespace)
+            lines += _foreign_namespace_comments(namespace)
         lines.append("")
+    lines.append(
+        "# Data Receiver / Data Sender roles of the Function app's identity (PRINCIPAL_ID)"
+    )
+    lines += [_role_command(assignment) for assignment in role_assignments(materialized)]
+    lines.append("")
     return "\n".join(lines)

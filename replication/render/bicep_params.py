@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from replication.rules import CorrelationFilterSpec
 from replication.topology import (
     NamespaceKind,
     NamespaceSpec,
@@ -23,7 +24,7 @@ from replication.topology import (
     materialize,
 )
 
-from ._common import entity_settings, iso_duration, resource_name
+from ._common import entity_settings, iso_duration, provisioned, resource_name
 from .access import role_assignments
 from .app_settings import (
     IDENTITY_CLIENT_ID_PLACEHOLDER,
@@ -32,6 +33,20 @@ from .app_settings import (
 )
 
 SCHEMA = "https://schema.management.azure.com/schemas/2019-04-01/deploymentParameters.json#"
+
+
+def arm_correlation_filter(correlation: CorrelationFilterSpec) -> dict[str, Any]:
+    """ARM's ``CorrelationFilter`` for the topology's: ``subject`` is ARM's ``label`` (the SDKs
+    renamed the message property, ARM kept the old name in every API version; Bicep would only
+    warn about ``subject`` and drop the condition), and custom ``properties`` only when given."""
+    fields = correlation.model_dump(
+        by_alias=True, exclude_none=True, exclude={"subject", "properties"}
+    )
+    if correlation.subject is not None:
+        fields["label"] = correlation.subject
+    if correlation.properties:
+        fields["properties"] = dict(correlation.properties)
+    return fields
 
 
 def _rules(topic: str, subscription: SubscriptionSpec) -> list[dict[str, Any]]:
@@ -49,7 +64,7 @@ def _rules(topic: str, subscription: SubscriptionSpec) -> list[dict[str, Any]]:
             correlation = rule.filter.correlation
             assert correlation is not None
             entry["filterType"] = "CorrelationFilter"
-            entry["correlationFilter"] = correlation.model_dump(by_alias=True, exclude_none=True)
+            entry["correlationFilter"] = arm_correlation_filter(correlation)
         if rule.action is not None:
             entry["actionSqlExpression"] = rule.action
         rules.append(entry)
@@ -145,8 +160,10 @@ def monitoring_parameter(topology: Topology) -> dict[str, Any]:
 def bicep_parameters(topology: Topology, *, topology_path: str = "topology.json") -> dict[str, Any]:
     """The deployment parameters document for ``infra/main.bicep``."""
     materialized = materialize(topology)
-    servicebus = [n for n in materialized.namespaces if n.kind is NamespaceKind.SERVICEBUS]
-    eventhubs = [n for n in materialized.namespaces if n.kind is NamespaceKind.EVENTHUBS]
+    # Namespaces of another tenant (keyVaultSecret) are only referenced: see _common.provisioned.
+    owned = provisioned(materialized)
+    servicebus = [n for n in owned if n.kind is NamespaceKind.SERVICEBUS]
+    eventhubs = [n for n in owned if n.kind is NamespaceKind.EVENTHUBS]
     key_vault_secrets = sorted(
         {n.key_vault_secret for n in materialized.namespaces if n.key_vault_secret}
     )

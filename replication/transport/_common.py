@@ -1,25 +1,16 @@
-"""Helpers shared by the SDK converters: body joining and the text of message properties."""
+"""Helpers shared by the SDK converters: body joining, the text of message properties, and
+what can be salvaged of a message that cannot be converted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from replication.exceptions import MessageRejectedError
+from replication.exceptions import UndecodableFieldError, UnsupportedBodyError
+from replication.properties import DEAD_LETTER_BODY_OMITTED, DEAD_LETTER_PROPERTIES_OMITTED
 from replication.values import as_text
 
-
-class UnsupportedBodyError(MessageRejectedError):
-    """The message body is an AMQP value or sequence, which a byte-exact replica cannot carry."""
-
-    reason = "UnsupportedBodyType"
-
-
-class UndecodableFieldError(MessageRejectedError):
-    """A message property that is text by contract (MessageId, CorrelationId, ...) holds binary
-    that is not UTF-8: no replica could carry it unchanged."""
-
-    reason = "UndecodableMessageField"
+from ._properties import decode_properties, salvage_properties
 
 
 def text(value: Any, name: str = "value") -> str | None:
@@ -55,3 +46,76 @@ def body_bytes(body: Any, body_type_name: str) -> bytes:
 
 def _as_iterable(body: Any) -> Iterable[Any]:
     return body if not isinstance(body, str) else [body.encode("utf-8")]
+
+
+class Salvage:
+    """What a converter keeps of a message it cannot convert, for its parked copy: every field
+    and application property that converts, the body when it is a data body, and markers
+    saying what is missing and why (:data:`~replication.properties.DEAD_LETTER_BODY_OMITTED`,
+    :data:`~replication.properties.DEAD_LETTER_PROPERTIES_OMITTED`), so that the copy is never
+    taken for the whole original.
+
+    An AMQP value or sequence body is not kept: the SDKs' decoder (``_pyamqp/_decode.py``)
+    hands string, symbol and binary all out as ``bytes`` and every integer width as ``int``, so
+    the section cannot be encoded again exactly from what they return; the marker says so.
+    """
+
+    def __init__(self) -> None:
+        self.omitted: list[str] = []
+        self.body_problem: str | None = None
+
+    def text(self, value: Any, name: str) -> str | None:
+        try:
+            return text(value, name)
+        except UndecodableFieldError as error:
+            self.omitted.append(str(error))
+            return None
+
+    def properties(self, properties: Mapping[Any, Any] | None) -> dict[str, Any]:
+        kept, omitted = salvage_properties(properties)
+        self.omitted.extend(omitted)
+        return kept
+
+    def body(self, body: Any, body_type_name: str) -> bytes:
+        try:
+            return body_bytes(body, body_type_name)
+        except UnsupportedBodyError:
+            self.body_problem = (
+                f"an AMQP {body_type_name} body: no replica carries it byte-exactly, and the SDK "
+                "decodes it without the AMQP types (string, symbol and binary all as bytes, "
+                "integers without their width), so it cannot be parked exactly"
+            )
+            return b""
+
+    def markers(self) -> dict[str, str]:
+        """The notice properties for what was not kept (none when everything was)."""
+        markers: dict[str, str] = {}
+        if self.body_problem is not None:
+            markers[DEAD_LETTER_BODY_OMITTED] = self.body_problem
+        if self.omitted:
+            markers[DEAD_LETTER_PROPERTIES_OMITTED] = "; ".join(self.omitted)[:1024]
+        return markers
+
+
+class Strict:
+    """Reading a message that must convert whole: the first field that does not raises its
+    :class:`~replication.exceptions.MessageRejectedError`. The same methods as
+    :class:`Salvage`, so that one field map per message type serves both."""
+
+    def text(self, value: Any, name: str) -> str | None:
+        return text(value, name)
+
+    def properties(self, properties: Mapping[Any, Any] | None) -> dict[str, Any]:
+        return decode_properties(properties)
+
+    def body(self, body: Any, body_type_name: str) -> bytes:
+        return body_bytes(body, body_type_name)
+
+    def markers(self) -> dict[str, str]:
+        return {}
+
+
+STRICT = Strict()
+
+FieldReader = Strict | Salvage
+"""How a converter reads a message's fields: strictly, or salvaging what converts."""

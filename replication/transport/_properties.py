@@ -23,7 +23,7 @@ Bus SQL filter cannot read them), keys that are not UTF-8, integers outside the 
 decimals that are not finite (the SDK's decimal128 encoder cannot write them).
 
 Values the SDK cannot decode at all (char, decimal32, decimal64, decimal128) never reach this
-module: the receive call itself fails, see :mod:`replication.transport.receivers`.
+module: the receive call itself fails, see :mod:`replication.transport.servicebus` (``_loops``).
 """
 
 from __future__ import annotations
@@ -36,19 +36,13 @@ from typing import Any, cast
 
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
-from replication.exceptions import MessageRejectedError
+from replication.exceptions import UnsupportedPropertyError
 
 INT32 = range(-(2**31), 2**31)
 INT64 = range(-(2**63), 2**63)
 UINT64 = range(0, 2**64)
 
 _SIMPLE = (str, bool, int, float, uuid.UUID, datetime, Decimal, bytes)
-
-
-class UnsupportedPropertyError(MessageRejectedError):
-    """An application property has a key or value this library cannot replicate faithfully."""
-
-    reason = "UnsupportedApplicationProperty"
 
 
 def _key(key: Any) -> str:
@@ -99,6 +93,25 @@ def decode_properties(properties: Mapping[Any, Any] | None) -> dict[str, Any]:
     return decoded
 
 
+def salvage_properties(properties: Mapping[Any, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """The application properties that convert (as :func:`decode_properties` converts them),
+    and for each one that does not, its name and why: what a parked copy of a message that
+    cannot be replicated keeps (nothing that converts is dropped with the rest)."""
+    kept: dict[str, Any] = {}
+    omitted: list[str] = []
+    for key, value in (properties or {}).items():
+        try:
+            name = _key(key)
+        except UnsupportedPropertyError as error:
+            omitted.append(str(error))
+            continue
+        try:
+            kept[name] = _value(name, value)
+        except UnsupportedPropertyError as error:
+            omitted.append(str(error))
+    return kept, omitted
+
+
 def _typed(key: str, value: Any) -> Any:
     """``value`` as the SDK encoders must get it to send it with an AMQP type that can hold it."""
     if isinstance(value, bool) or value is None:
@@ -132,4 +145,8 @@ def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
     return cast("dict[str | bytes, Any]", typed)
 
 
-__all__ = ["UnsupportedPropertyError", "decode_properties", "sdk_properties"]
+__all__ = [
+    "decode_properties",
+    "salvage_properties",
+    "sdk_properties",
+]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.properties import REPL_ORIGIN, REPL_PATH, REPLICATION_FLAG
 from replication.topology import load_topology
 from replication.transport.servicebus import envelope_from_received

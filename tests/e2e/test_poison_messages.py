@@ -22,7 +22,7 @@ from proton import Message, char, decimal64
 from proton.utils import BlockingConnection
 
 from replication.exceptions import MalformedReplicationPropertyError
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.loops import check_forward
 from replication.topology import Topology, parse_topology
 from replication.transport.servicebus import envelope_from_received

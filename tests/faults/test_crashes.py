@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 
 from .harness import (
     Cluster,

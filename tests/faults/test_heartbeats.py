@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from replication.heartbeat_metrics import GAUGE_NAME, heartbeat_observations
-from replication.local_host import LocalHost
+from replication.heartbeats import GAUGE_NAME, heartbeat_observations
+from replication.hosts.local import LocalHost
 
 from .harness import Cluster, eventually, topology_document
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from azure.servicebus import ServiceBusMessage
 
 from replication.exit_codes import ExitCode
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 
 from .harness import ROOT, Cluster, eventually, merged, topology_document
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 
 from .harness import Cluster, eventually, message_ids, originals, topology_document
 

@@ -19,7 +19,7 @@ from azure.servicebus.exceptions import MessageSizeExceededError
 from proton import Message, Timeout, char, decimal64
 from proton.utils import BlockingConnection
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_REASON,
@@ -97,8 +97,9 @@ def test_a_parked_copy_too_large_for_the_parking_queue_is_parked_without_its_bod
 ) -> None:
     """Source and target are Standard. A message just under 256 KB fits its source, but its
     replica (plus the replication properties) does not fit the target, and its parked copy
-    (plus the reason) does not fit the parking queue either: it is parked without its body,
-    with the body's size and SHA-256, and nothing else is held back."""
+    (plus the reason) does not fit the parking queue either: a notice is parked without its
+    body, with the body's size and SHA-256, the original is dead-lettered in the source, and
+    nothing else is held back."""
     document = topology_document(["weu", "neu"], [("weu", "neu")])
     with Cluster(document, tmp_path) as cluster:
         # The SDK's size estimate is a few bytes short of the broker's count: keep a margin
@@ -113,8 +114,11 @@ def test_a_parked_copy_too_large_for_the_parking_queue_is_parked_without_its_bod
         _replicate(cluster, 21)
         copies = message_ids(cluster.drain("neu", "orders", "audit"))
         parked = _parked(cluster, "weu")
+        dead = cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1)
     assert copies == {f"{p}-{i}": 1 for p in ("before", "after") for i in range(10)}
     assert list(parked) == ["edge"]
+    # Only a notice is parked: the whole original waits in the source's dead-letter queue.
+    assert [(str(m.message_id), len(b"".join(m.body))) for m in dead] == [("edge", size)]
     properties = parked["edge"].application_properties
     assert properties[DEAD_LETTER_REASON.encode()] == b"MessageSizeExceeded"
     assert properties[DEAD_LETTER_BODY_OMITTED.encode()].startswith(f"{size} bytes".encode())

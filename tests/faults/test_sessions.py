@@ -21,7 +21,7 @@ from typing import Any
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.servicebus import ServiceBusMessage
 
-from replication.local_host import LocalHost
+from replication.hosts.local import LocalHost
 
 from .harness import Cluster, eventually, message_ids, replicator_process, topology_document
 

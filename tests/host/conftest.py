@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from replication.emulator_process import emulator_process
+from replication.hosts.local import emulator_process
 from tests.host.host import WorkerSession
 
 ROOT = Path(__file__).resolve().parents[2]

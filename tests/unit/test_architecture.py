@@ -6,6 +6,13 @@ a module graph. Importing ``pkg.sub`` from outside ``pkg`` also runs ``pkg/__ini
 so it is an edge to ``pkg`` too. The tests assert that this graph has no cycle (so no import,
 local or not, can exist to dodge one), that the layers only point down, and that each package
 imports cleanly when it is the first thing a fresh interpreter imports.
+
+The library's packages, bottom up: the leaf value modules at the root (``envelope``,
+``exceptions``, ``properties``, ``planning`` (the pattern contract and registry), ...), ``sql``,
+``rules``, ``telemetry``, ``transforms`` (user code's contract); ``patterns``;
+``topology``; ``runtime``; ``transport`` (the only importer of the Azure SDKs); ``heartbeats``
+(its core below ``transport``, its host wiring above) and ``operations`` (the operator
+commands' logic, never a host); the two ``hosts``, which never import each other; ``cli``.
 """
 
 from __future__ import annotations
@@ -29,11 +36,13 @@ BOTTOM = (
     "replication.exceptions",
     "replication.exit_codes",
     "replication.loops",
+    "replication.planning",
     "replication.properties",
     "replication.rules",
+    "replication.settings",
     "replication.sql",
-    "replication.task_status",
     "replication.telemetry",
+    "replication.transforms",
     "replication.values",
 )
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -42,8 +51,44 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "patterns": ("patterns", *BOTTOM),
     "replication.topology": ("replication.topology", "patterns", *BOTTOM),
     "replication.runtime": ("replication.runtime", "replication.topology", "patterns", *BOTTOM),
+    "replication.capacity": ("replication.capacity", "replication.topology", "patterns", *BOTTOM),
+    # The heartbeat feature's core (messages, ages, gauge) sits below the transport that reads
+    # heartbeats; only its two host wirings (``functions``, ``local``) sit above.
+    "replication.heartbeats._": (
+        "replication.heartbeats._",
+        "replication.runtime",
+        "replication.topology",
+        *BOTTOM,
+    ),
+    # The failover feature's decisions (log, origin, bindings, follower, publisher choice, state,
+    # checkpoint arithmetic) import no transport; only its client wirings (``publishers``,
+    # ``consumers``, ``event_hub_consumer``) and the package root, which re-exports them, do.
+    "replication.failover._": ("replication.failover._", "replication.topology", *BOTTOM),
 }
-SDK_MODULES = ("azure.servicebus", "azure.eventhub", "azure.identity", "azure.keyvault")
+# What a package must never import (prefixes), beyond what ALLOWED already rules out.
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "replication.transport": (
+        "replication.hosts",
+        "replication.cli",
+        "replication.heartbeats.functions",
+        "replication.heartbeats.local",
+        "replication.operations",
+    ),
+    "replication.heartbeats": ("replication.hosts", "replication.cli"),
+    "replication.operations": ("replication.hosts", "replication.cli"),
+    "replication.hosts.functions": ("replication.hosts.local", "replication.cli"),
+    "replication.hosts.local": ("replication.hosts.functions", "replication.cli"),
+}
+SDK_MODULES = (
+    "azure.servicebus",
+    "azure.eventhub",
+    "azure.identity",
+    "azure.keyvault",
+    "azure.storage",
+    "azure.core",
+)
+# The Functions programming model is the Functions host's: its app and its heartbeat triggers.
+FUNCTIONS_HOST = ("replication.hosts.functions", "replication.heartbeats.functions")
 
 
 def _module_name(path: Path) -> str:
@@ -189,7 +234,34 @@ def test_only_the_transport_package_imports_the_messaging_sdks() -> None:
     assert problems == []
 
 
+def test_packages_never_import_what_sits_above_them() -> None:
+    problems = [
+        f"{name} imports {target}"
+        for name, imported in _graph().items()
+        for package, forbidden in FORBIDDEN.items()
+        if _within(name, package)
+        for target in sorted(imported)
+        if any(_within(target, above) for above in forbidden)
+    ]
+    assert problems == []
+
+
+def test_only_the_functions_host_imports_the_functions_library() -> None:
+    problems = [
+        f"{name} imports {target}"
+        for name, path in MODULES.items()
+        if (_within(name, "replication") or _within(name, "patterns"))
+        and not any(_within(name, host) for host in FUNCTIONS_HOST)
+        for target in _imports(name, path)
+        if _within(target, "azure.functions")
+    ]
+    assert problems == []
+
+
 def _within(name: str, prefix: str) -> bool:
+    """``name`` is ``prefix`` or inside it; a prefix ending in ``_`` matches by its start."""
+    if prefix.endswith("_"):
+        return name.startswith(prefix)
     return name == prefix or name.startswith(prefix + ".")
 
 
@@ -203,6 +275,15 @@ ENTRY_MODULES = [
     "replication.rules",
     "replication.topology",
     "replication.runtime",
+    "replication.telemetry",
+    "replication.transforms",
+    "replication.heartbeats",
+    "replication.transport.servicebus",
+    "replication.transport.eventhubs",
+    "replication.operations",
+    "replication.hosts",
+    "replication.hosts.functions",
+    "replication.hosts.local",
     "replication.cli",
     "patterns",
     *sorted(name for name in MODULES if name.startswith("patterns.") and "._" not in name),

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replication.functions_app import build_app
+from replication.hosts.functions import build_app
 from replication.topology import load_topology
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -16,11 +16,9 @@ from typing import Any
 
 import pytest
 
-from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError
-from replication.transport.eventhubs import to_event_data
-from replication.transport.functions import (
+from replication.hosts.functions import (
     STRING_FIELDS,
     TriggerMetadataError,
     envelopes_from_event_hub_batch,
@@ -28,6 +26,9 @@ from replication.transport.functions import (
     parse_host_time,
     reread_reasons,
 )
+from replication.planning import DeadLetter
+from replication.properties import DEAD_LETTER_PROPERTIES_OMITTED
+from replication.transport.eventhubs import to_event_data
 from replication.transport.servicebus import MAX_MESSAGE_ID_LENGTH, to_servicebus_message
 
 ENQUEUED = "2024-05-01T12:00:00.25+00:00"
@@ -282,7 +283,7 @@ def test_an_event_that_cannot_be_converted_is_set_aside_for_parking() -> None:
     event unreadable, not the batch: the caller parks it and the checkpoint moves on."""
     batch = event_hub_batch([_system(1, "10"), _system(2, "20"), _system(3, "30")])
     metadata = dict(batch[0].metadata)
-    metadata["PropertiesArray"] = [{"unit": "C"}, {"p": {"nested": 1}}, {"unit": "F"}]
+    metadata["PropertiesArray"] = [{"unit": "C"}, {"eid": "e-2", "p": {"nested": 1}}, {"unit": "F"}]
     batch = [Delivered(event.body, metadata) for event in batch]
     unreadable: list[DeadLetter] = []
     envelopes = envelopes_from_event_hub_batch(
@@ -292,14 +293,29 @@ def test_an_event_that_cannot_be_converted_is_set_aside_for_parking() -> None:
     (parked,) = unreadable
     assert (parked.source.sequence_number, parked.source.body) == (2, b"1")
     assert parked.reason == "UnsupportedApplicationProperty"
+    # Everything that converts is kept, and the copy says what is missing (issue 20).
+    salvaged = parked.source
+    assert (salvaged.offset, salvaged.partition_id, salvaged.source) == (
+        "20",
+        "3",
+        "ingest/devices",
+    )
+    assert salvaged.enqueued_time_utc == datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
+    assert salvaged.application_properties["eid"] == "e-2"
+    assert "'p'" in salvaged.application_properties[DEAD_LETTER_PROPERTIES_OMITTED]
+    assert "p" not in salvaged.application_properties
     with pytest.raises(MessageRejectedError):
         envelopes_from_event_hub_batch(batch, source="ingest/devices")
 
 
 def test_a_servicebus_message_that_cannot_be_converted_is_set_aside_for_parking() -> None:
-    properties = [{"n": 0}, {"p": [1, 2]}, {"n": 2}]
+    properties = [{"n": 0}, {"n": 1, "p": [1, 2]}, {"n": 2}]
     batch = servicebus_batch(3, ApplicationPropertiesArray=properties)
     unreadable: list[DeadLetter] = []
     envelopes = envelopes_from_servicebus_batch(batch, unreadable=unreadable)
     assert [e.message_id for e in envelopes] == ["m-0", "m-2"]
     assert [d.source.sequence_number for d in unreadable] == [101]
+    (salvaged,) = [d.source for d in unreadable]
+    assert (salvaged.message_id, salvaged.body) == ("m-1", b"body 1")
+    assert salvaged.application_properties["n"] == 1
+    assert "'p'" in salvaged.application_properties[DEAD_LETTER_PROPERTIES_OMITTED]

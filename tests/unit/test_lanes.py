@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from replication.exceptions import ConfigurationError
-from replication.functions_app import build_app
+from replication.hosts.functions import build_app
 from replication.topology import (
     PARKING_QUEUE,
     EntityRef,

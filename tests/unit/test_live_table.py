@@ -11,8 +11,8 @@ from rich.console import Console
 
 from replication.cli._live import LiveTable
 from replication.heartbeats import Heartbeat
-from replication.local_host import LocalHost
-from replication.task_status import TaskStatus
+from replication.hosts.local import LocalHost
+from replication.runtime import TaskStatus
 from replication.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]

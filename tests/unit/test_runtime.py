@@ -7,22 +7,26 @@ gets); the Service Bus and Event Hubs senders are exercised against the emulator
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from patterns import Target
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, TransientForwardError
+from replication.planning import Target
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
+    DEAD_LETTER_ENQUEUED_TIME,
+    DEAD_LETTER_ORIGINAL,
     DEAD_LETTER_REASON,
+    DEAD_LETTER_SEQUENCE,
     REPL_ORIGIN,
     REPL_PATH,
+    unparked,
 )
-from replication.runtime import RetryPolicy, TaskRunner
+from replication.runtime import MemoryTarget, RetryPolicy, TaskRunner
 from replication.topology import load_topology, parse_topology
-from replication.transport.memory import MemoryTarget
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -190,6 +194,48 @@ def test_a_parked_copy_too_large_for_the_parking_entity_is_parked_without_its_bo
     assert (parked.message_id, parked.body) == ("big", b"")
     assert parked.application_properties[DEAD_LETTER_REASON] == "MessageSizeExceeded"
     assert str(parked.application_properties[DEAD_LETTER_BODY_OMITTED]).startswith("500 bytes")
+    # A notice only: the host must keep the original in the source (its dead-letter queue).
+    assert parked.application_properties[DEAD_LETTER_ORIGINAL] == (
+        "weu/orders/Subscriptions/replication/$DeadLetterQueue"
+    )
+    assert [d.source.message_id for d in outcome.dead_letter_in_source] == ["big"]
+
+
+def test_a_redelivered_message_whose_notice_was_parked_still_stays_in_the_source() -> None:
+    """The notice was acknowledged but dead-lettering the original failed (lock lost): on
+    redelivery the notice is not parked again, and the original must still not be completed."""
+
+    def too_large(envelope: Envelope) -> str | None:
+        return "MessageSizeExceeded" if len(envelope.body) > 100 else None
+
+    neu = MemoryTarget("neu/orders", reject=too_large, name_culprit=True)
+    parking = MemoryTarget("weu/parking", reject=too_large, name_culprit=True)
+    task_runner = runner(neu, parking)
+    big = Envelope(body=b"x" * 500, message_id="big", sequence_number=9, source="weu/orders")
+    task_runner.run([big])
+    outcome = task_runner.run([big])
+    assert len(parking.received) == 1
+    assert [d.source.message_id for d in outcome.dead_letter_in_source] == ["big"]
+
+
+def test_a_parked_copy_records_where_the_original_was_in_its_source() -> None:
+    parking = MemoryTarget("weu/parking")
+    neu = MemoryTarget("neu/orders", reject=lambda e: "Bad", name_culprit=True)
+    enqueued = datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
+    original = Envelope(
+        body=b"x",
+        message_id="m",
+        sequence_number=42,
+        enqueued_time_utc=enqueued,
+        source="weu/orders",
+    )
+    runner(neu, parking).run([original])
+    (parked,) = parking.received
+    assert parked.application_properties[DEAD_LETTER_SEQUENCE] == 42
+    assert parked.application_properties[DEAD_LETTER_ENQUEUED_TIME] == "2024-05-01T12:00:00.250Z"
+    # Received back from the parking queue (its own broker facts), then redriven: the source's.
+    received = parked.replace(sequence_number=7, enqueued_time_utc=datetime.now(UTC))
+    assert unparked(received) == original.replace(source="weu/orders")
 
 
 MULTI_TARGET = {

@@ -1,0 +1,235 @@
+"""The processes of a drill: one emulator per namespace, Azurite, and the replicator.
+
+Each namespace of the topology is served by its own ``python -m emulator`` process
+(:class:`~replication.hosts.local.EmulatorProcess`) with a data directory (the emulator saves a
+message before it acknowledges it, so a killed namespace keeps what it accepted), so that the
+drill can kill one with SIGKILL and start it again on the same port. Azurite
+(``node_modules/.bin/azurite-blob``, installed by ``npm ci``) holds the binding documents, the
+consumers' logs and the checkpoints; ``python -m replication run`` replicates, as a user runs
+it. Every wait is bounded. :func:`drill_site` starts all three: the
+:class:`~replication.drill._drill.DrillSite` of ``python -m replication drill``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from replication.exceptions import DrillSetupError
+from replication.hosts.local import SECTIONS, EmulatorProcess, EmulatorStartError
+from replication.render.emulator_config import emulator_config
+from replication.topology import Topology
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 30.0
+AZURITE_BLOB = ROOT / "node_modules" / ".bin" / "azurite-blob"
+# Azurite's documented development account (public, the same on every machine).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise DrillSetupError(f"{what} did not start: {tail}")
+        time.sleep(0.1)
+
+
+def _end(process: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGCONT)
+    process.send_signal(sig)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class NamespaceProcess:
+    """One namespace served by its own emulator process (:class:`EmulatorProcess`), killable
+    and restartable on the same port with what it acknowledged."""
+
+    def __init__(self, name: str, section: Mapping[str, Any], workdir: Path) -> None:
+        self.name = name
+        directory = workdir / name
+        self._process = EmulatorProcess(
+            {"UserConfig": {**section, "Logging": {"Type": "Console"}}},
+            directory,
+            data_dir=directory / "data",
+            startup_timeout=START_TIMEOUT,
+        )
+
+    @property
+    def connection_string(self) -> str:
+        return self._process.connections[self.name]
+
+    def start(self) -> None:
+        try:
+            self._process.start()
+        except EmulatorStartError as error:
+            raise DrillSetupError(f"the emulator of {self.name}: {error}") from error
+
+    def kill(self) -> None:
+        """SIGKILL: the namespace crashes; what it acknowledged survives in its data dir."""
+        self._process.kill()
+
+    def stop(self) -> None:
+        self._process.stop()
+
+
+def namespace_processes(topology: Topology, workdir: Path) -> dict[str, NamespaceProcess]:
+    """One (not yet started) emulator process per namespace of ``topology``."""
+    config = emulator_config(topology)["UserConfig"]
+    processes: dict[str, NamespaceProcess] = {}
+    for key in SECTIONS:
+        for namespace in config.get(key, []):
+            processes[namespace["Name"]] = NamespaceProcess(
+                namespace["Name"], {key: [namespace]}, workdir
+            )
+    return processes
+
+
+@contextlib.contextmanager
+def azurite(workdir: Path) -> Iterator[str]:
+    """Azurite's blob service on a free port until the block exits; yields its connection
+    string."""
+    if not AZURITE_BLOB.exists():
+        raise DrillSetupError(
+            f"{AZURITE_BLOB} is missing: run `npm ci` (./dev.sh demo and ./dev.sh test do)"
+        )
+    port = free_port()
+    location = workdir / "azurite"
+    location.mkdir(parents=True, exist_ok=True)
+    log = workdir / "azurite.log"
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [
+                str(AZURITE_BLOB),
+                "--silent",
+                "--skipApiVersionCheck",
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(port),
+                "--location",
+                str(location),
+            ],
+            stdout=output,
+            stderr=output,
+        )
+    try:
+        _wait_for_port(port, process, log, "Azurite")
+        yield (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
+            f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+        )
+    finally:
+        _end(process, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def replicator(
+    topology_path: Path, environ: Mapping[str, str], log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m replication run`` against the drill's namespaces until the block exits."""
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "replication", "run", "--topology", str(topology_path)],
+            cwd=ROOT,
+            env={**os.environ, **environ},
+            stdout=output,
+            stderr=output,
+        )
+    try:
+        yield process
+    finally:
+        _end(process, signal.SIGTERM)
+
+
+class ProcessSite:
+    """The drill's namespaces as processes of their own (see :func:`drill_site`)."""
+
+    def __init__(
+        self,
+        nodes: Mapping[str, NamespaceProcess],
+        environ: Mapping[str, str],
+        progress: TextIO | None,
+    ) -> None:
+        self._nodes = dict(nodes)
+        self._environ = dict(environ)
+        self._progress = progress
+        self._started = time.monotonic()
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return self._environ
+
+    def kill(self, namespace: str) -> None:
+        self._nodes[namespace].kill()
+
+    def restart(self, namespace: str) -> None:
+        self._nodes[namespace].start()
+
+    def say(self, text: str) -> None:
+        if self._progress is not None:
+            print(f"[{time.monotonic() - self._started:6.1f} s] {text}", file=self._progress)
+            self._progress.flush()
+
+
+@contextlib.contextmanager
+def drill_site(
+    topology_path: Path, topology: Topology, workdir: Path, progress: TextIO | None
+) -> Iterator[ProcessSite]:
+    """One emulator process per namespace of ``topology``, Azurite and the replicator of
+    ``topology_path``, until the block exits."""
+    with contextlib.ExitStack() as stack:
+        nodes = namespace_processes(topology, workdir)
+        for node in nodes.values():
+            node.start()
+            stack.callback(node.stop)
+        storage = stack.enter_context(azurite(workdir))
+        environ = {
+            **{topology.namespace(n).connection: p.connection_string for n, p in nodes.items()},
+            "AzureWebJobsStorage": storage,
+            "REPLICATION_FAILOVER_STORAGE": storage,
+        }
+        stack.enter_context(replicator(topology_path, environ, workdir / "replicator.log"))
+        site = ProcessSite(nodes, environ, progress)
+        site.say(f"{len(nodes)} namespaces, Azurite and the replicator started")
+        yield site
+
+
+__all__ = [
+    "DrillSetupError",
+    "NamespaceProcess",
+    "ProcessSite",
+    "azurite",
+    "drill_site",
+    "free_port",
+    "namespace_processes",
+    "replicator",
+]

@@ -1,0 +1,172 @@
+"""Run every task of a topology locally, the way the Functions host runs them in Azure.
+
+:class:`LocalHost` (behind ``python -m replication run --topology FILE``) starts one supervised
+receive loop per task (see :mod:`replication.transport.servicebus` and
+:mod:`replication.transport.eventhubs`) that feeds batches to the task's
+:class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function app
+uses. Connection settings are read from the environment exactly as in Azure (see
+:mod:`replication.transport.connections`), so pointing ``SB_WEU`` etc. at the local emulator's
+connection strings is all a local run needs; a connection string that cannot be parsed stops
+the start with the setting's name. Event Hubs positions are checkpointed where
+``AzureWebJobsStorage`` points (Azurite locally; see :mod:`replication.transport.eventhubs`).
+
+A task whose source queue or subscription requires sessions runs
+:data:`~replication.transport.servicebus.CONCURRENT_SESSIONS` loops, each holding one session at a
+time, so the messages of a session are replicated in order and sessions proceed side by side.
+
+No error stops a task for good: a lost connection, a restarted namespace, a message that
+cannot be read, a target that is down are retried with backoff, and a task that keeps failing
+is reported at ERROR and in :attr:`LocalHost.status` (``--until-idle`` then exits non-zero).
+It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N seconds.
+
+With heartbeats enabled (the topology's ``heartbeats`` section, :mod:`replication.heartbeats`)
+it also publishes each source namespace's heartbeat every interval and reads the heartbeats
+arriving at each receiving namespace (:mod:`replication.heartbeats.local`) into
+:attr:`LocalHost.heartbeats`, which the ``replication.heartbeat.age`` gauge and the live table
+read. The heartbeat tasks are ordinary tasks here, but their traffic does not count as activity
+for ``--until-idle``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+
+from replication.heartbeats import HeartbeatBook
+from replication.heartbeats.local import start_heartbeats
+from replication.runtime import TaskStatus, runner_for, supervise
+from replication.settings import Settings
+from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
+from replication.transport.connections import check_settings
+from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store, run_event_hub_source
+from replication.transport.senders import SenderFactory
+from replication.transport.servicebus import (
+    CONCURRENT_SESSIONS,
+    Isolation,
+    run_servicebus_session_source,
+    run_servicebus_source,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class LocalHost:
+    """Runs all tasks of ``topology`` in background threads until :meth:`stop`."""
+
+    def __init__(self, topology: Topology, environ: Mapping[str, str] | None = None) -> None:
+        self.topology = topology
+        self.settings = Settings.from_environ(environ, connections=topology.connections)
+        """The app settings, read once here (default: the process environment)."""
+        check_settings(topology.namespaces, self.settings)
+        self._factory = SenderFactory(topology, self.settings)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.status: dict[str, TaskStatus] = {}
+        self.heartbeats = HeartbeatBook()
+        """Heartbeat age per path (origin, target), when the topology enables heartbeats."""
+        self._heartbeat_tasks = {path.task for path in heartbeat_paths(topology)}
+
+    @property
+    def stats(self) -> dict[str, TaskStatus]:
+        """Alias of :attr:`status` (earlier name)."""
+        return self.status
+
+    def start(self) -> LocalHost:
+        checkpoints = None
+        if any(
+            self.topology.namespace(t.source.namespace).kind is NamespaceKind.EVENTHUBS
+            for t in self.topology.tasks
+        ):
+            checkpoints = checkpoint_store(self.settings)
+            if checkpoints is None:
+                logger.warning(
+                    "no %s setting: Event Hubs positions are not checkpointed and a restart "
+                    "replays every partition from the beginning",
+                    STORAGE_SETTING,
+                )
+        for task in self.topology.tasks:
+            # Locks are renewed here (LockKeeper), so a send may take as long as it takes.
+            runner = runner_for(
+                self.topology,
+                self.topology.resolved(task),
+                self._factory,
+                settings=self.settings,
+                bound_sends=False,
+            )
+            namespace = self.topology.namespace(task.source.namespace)
+            status = self.status[task.name] = TaskStatus()
+            receive: Callable[..., None] = run_servicebus_source
+            loops = 1
+            if namespace.kind is NamespaceKind.EVENTHUBS:
+                receive = functools.partial(run_event_hub_source, checkpoints=checkpoints)
+            elif requires_session(self.topology, task.source):
+                receive, loops = run_servicebus_session_source, CONCURRENT_SESSIONS
+            for number in range(loops):
+                # A Service Bus loop's isolation is its own and outlives its restarts.
+                own: dict[str, object] = (
+                    {"isolation": Isolation()} if namespace.kind is NamespaceKind.SERVICEBUS else {}
+                )
+                loop = functools.partial(
+                    receive,
+                    namespace,
+                    task.source,
+                    runner,
+                    self._stop,
+                    status,
+                    settings=self.settings,
+                    **own,
+                )
+                thread = threading.Thread(
+                    target=supervise,
+                    args=(task.name, loop, self._stop, status),
+                    name=f"task-{task.name}" + (f"-{number}" if loops > 1 else ""),
+                    daemon=True,
+                )
+                thread.start()
+                self._threads.append(thread)
+        self._threads += start_heartbeats(
+            self.topology, self._factory, self.heartbeats, self._stop, self.settings
+        )
+        return self
+
+    def failing(self) -> dict[str, TaskStatus]:
+        """The tasks whose last attempt failed (not making progress)."""
+        return {name: status for name, status in self.status.items() if status.failing}
+
+    def wait_until_idle(self, idle_seconds: float, timeout: float, *, at_least: int = 0) -> bool:
+        """Block until the tasks received ``at_least`` messages in all and then nothing more
+        for ``idle_seconds`` (False on timeout). ``at_least`` keeps a slow start from passing
+        for quiet."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            traffic = [s for n, s in self.status.items() if n not in self._heartbeat_tasks]
+            last = max((s.last_activity for s in traffic), default=0.0)
+            received = sum(s.messages for s in traffic)
+            if received >= at_least and time.monotonic() - last >= idle_seconds:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=15)
+        self._factory.close()
+
+    def __enter__(self) -> LocalHost:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+__all__ = ["LocalHost"]

@@ -1,0 +1,53 @@
+"""Telemetry: replication's metrics and traces, and the SDK setup of the applications.
+
+- ``_instruments``: the instruments, through the OpenTelemetry API only (a no-op until an
+  application configures an SDK): :class:`TaskTelemetry` per task, :class:`BatchTelemetry` per
+  batch, the trace context carried from source to replica, ``REPLICATION_TELEMETRY=off``.
+- ``_setup``: the OpenTelemetry SDK and exporters, imported only when called:
+  :func:`configure_function_app_telemetry` (Azure Monitor) and
+  :func:`configure_local_telemetry` (OTLP or the console, for ``python -m replication run``).
+
+Importing this package imports the OpenTelemetry API, never its SDK.
+"""
+
+from ._instruments import (
+    BATCH_DURATION,
+    DIAGNOSTIC_ID,
+    LAG,
+    MESSAGES,
+    SEND_FAILURES,
+    TELEMETRY_SETTING,
+    TRACE_PARENT,
+    BatchTelemetry,
+    TaskTelemetry,
+    error_type,
+    skip_reason,
+    telemetry_enabled,
+    trace_context,
+)
+from ._setup import (
+    CONNECTION_STRING_SETTING,
+    OTLP_ENDPOINT_SETTING,
+    configure_function_app_telemetry,
+    configure_local_telemetry,
+)
+
+__all__ = [
+    "BATCH_DURATION",
+    "CONNECTION_STRING_SETTING",
+    "DIAGNOSTIC_ID",
+    "LAG",
+    "MESSAGES",
+    "OTLP_ENDPOINT_SETTING",
+    "SEND_FAILURES",
+    "TELEMETRY_SETTING",
+    "TRACE_PARENT",
+    "BatchTelemetry",
+    "TaskTelemetry",
+    "configure_function_app_telemetry",
+    "configure_local_telemetry",
+    "error_type",
+    "skip_reason",
+    "telemetry_enabled",
+    "trace_context",
+]

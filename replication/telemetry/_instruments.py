@@ -1,0 +1,493 @@
+"""Metrics and traces of replication, through the OpenTelemetry API only.
+
+The library depends on ``opentelemetry-api`` alone: with no SDK configured every call below is
+the API's no-op. The application configures the SDK and its exporters
+(``_setup`` in this package: Azure Monitor in the Function app, OTLP or the console
+for local runs). One app setting switches everything off: ``REPLICATION_TELEMETRY=off`` (also
+``false``, ``0``, ``none``), and then replicas keep the trace properties their source carried.
+
+Metrics (meter ``replication``; the names and attribute keys are what the Azure Monitor alert
+queries use, keep them):
+
+- ``replication.messages`` (counter, ``{message}``): one count per message and outcome.
+  ``replication.outcome`` is ``received`` (per message of a batch), ``forwarded`` (per replica a
+  target acknowledged), ``skipped`` (settled without a replica, with ``replication.reason``:
+  ``LoopPrevention``, ``NoRouteMatched``, ``ValidationFailed``, ...), ``dead_lettered`` (per
+  parked copy the parking entity acknowledged, with ``replication.reason`` = its
+  ``DeadLetterReason``) or ``failed`` (per replica still unsent when the invocation gave up,
+  with ``replication.reason`` = the error type; the source redelivers it).
+- ``replication.lag`` (histogram, ``s``): source enqueue time to the target's acknowledgement,
+  one observation per forwarded replica.
+- ``replication.batch.duration`` (histogram, ``s``): one observation per batch the runner ran,
+  with ``error.type`` when it raised.
+- ``replication.send.failures`` (counter, ``{failure}``): one per failed send call, by
+  ``error.type`` (the error's reason, e.g. ``MessageTooLarge``, else its class name) and target.
+
+Every measurement has ``replication.task``; those about a target have ``replication.target``
+(``namespace/entity``). Messaging semantic conventions where they apply: ``messaging.system``
+(``servicebus`` | ``eventhubs``), ``messaging.destination.name`` (the entity: the source for
+``received``/``skipped``, the target otherwise) and ``messaging.operation.type`` (``process``
+for what is read, ``send`` for what is written).
+
+Traces (tracer ``replication``): per batch a CONSUMER span ``process <source entity>``
+(``messaging.operation.type=process``). Its relation to the producers follows the messaging
+conventions for batch processing: a link to the trace context of every message that carries one
+(``traceparent``, else ``Diagnostic-Id``, as the Azure SDKs write them); when every message of
+the batch carries the same context (a single message, or one producer's batch), that context is
+also the span's parent, so the source region's trace continues into the replicator (and
+Application Map draws the edge, which links alone do not); otherwise the span starts a trace.
+Under it, per target a PRODUCER span ``send <target entity>``
+(``messaging.operation.type=send``), whose context overwrites ``traceparent`` and
+``Diagnostic-Id`` (and ``tracestate``) on every replica sent to that target: the consumer in
+the target region continues from the replicator (Application Map: region, replicator, region).
+Without a configured TracerProvider nothing is extracted or injected, and replicas keep their
+source's trace properties.
+
+Recording never raises into replication: the API and SDK swallow their own errors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from replication.envelope import Envelope
+from replication.settings import TELEMETRY_SETTING, telemetry_on
+
+INSTRUMENTATION_NAME = "replication"
+"""The meter's and the tracer's name."""
+
+MESSAGES = "replication.messages"
+LAG = "replication.lag"
+BATCH_DURATION = "replication.batch.duration"
+SEND_FAILURES = "replication.send.failures"
+
+TASK = "replication.task"
+TARGET = "replication.target"
+OUTCOME = "replication.outcome"
+REASON = "replication.reason"
+ERROR_TYPE = "error.type"
+MESSAGING_SYSTEM = "messaging.system"
+DESTINATION = "messaging.destination.name"
+SUBSCRIPTION = "messaging.destination.subscription.name"
+CONSUMER_GROUP = "messaging.consumer.group.name"
+OPERATION_TYPE = "messaging.operation.type"
+BATCH_COUNT = "messaging.batch.message_count"
+
+RECEIVED = "received"
+FORWARDED = "forwarded"
+SKIPPED = "skipped"
+DEAD_LETTERED = "dead_lettered"
+FAILED = "failed"
+
+TRACE_PARENT = "traceparent"
+TRACE_STATE = "tracestate"
+DIAGNOSTIC_ID = "Diagnostic-Id"
+"""Application properties the Azure SDKs write (``azure/servicebus/_common/tracing.py``,
+``azure/eventhub/_tracing.py``): both carry the W3C ``traceparent`` value."""
+
+LOOP_PREVENTION = "LoopPrevention"
+
+# Seconds between two close calls (latency buckets): sub-second to the one-hour outage tolerance.
+LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200)
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def telemetry_enabled(environ: Mapping[str, str]) -> bool:
+    """False when ``REPLICATION_TELEMETRY`` in ``environ`` says off; on by default (the rule of
+    :attr:`replication.settings.Settings.telemetry_enabled`)."""
+    return telemetry_on(environ.get(TELEMETRY_SETTING, ""))
+
+
+def skip_reason(reason: str) -> str:
+    """A bounded metric value for a pattern's free-text skip reason: its leading reason code
+    (``NoRouteMatched: ...``), else ``LoopPrevention`` (a replica, or a target on the path)."""
+    code = reason.partition(":")[0].strip()
+    if code.isidentifier() and code[:1].isupper():
+        return code
+    return LOOP_PREVENTION
+
+
+def error_type(error: BaseException) -> str:
+    """``error.type`` of a failure: the reason a ForwardError carries, else its class name."""
+    reason = getattr(error, "reason", None)
+    return reason if isinstance(reason, str) and reason else type(error).__name__
+
+
+def trace_context(envelope: Envelope) -> otel_context.Context | None:
+    """The W3C trace context the producer put on ``envelope``, if any (None if invalid)."""
+    properties = envelope.application_properties
+    parent = properties.get(TRACE_PARENT) or properties.get(DIAGNOSTIC_ID)
+    if isinstance(parent, bytes):
+        parent = parent.decode("ascii", "replace")
+    if not isinstance(parent, str):
+        return None
+    carrier = {TRACE_PARENT: parent}
+    state = properties.get(TRACE_STATE)
+    if isinstance(state, str):
+        carrier[TRACE_STATE] = state
+    extracted = _PROPAGATOR.extract(carrier)
+    if not trace.get_current_span(extracted).get_span_context().is_valid:
+        return None
+    return extracted
+
+
+class BatchTelemetry:
+    """The sensor of one batch: the hooks the runner fires while it runs it, as a context
+    manager around the whole run (:meth:`TaskTelemetry.batch`), or around parking messages
+    that could not even be read (:meth:`TaskTelemetry.parking`).
+
+    The runner only says what happened; which counter, histogram or span that makes is decided
+    here. This base class records nothing (telemetry off); :class:`_Recording` records.
+    ``target`` is always ``namespace/entity`` (empty: no parking entity, a dry run).
+    """
+
+    def __enter__(self) -> BatchTelemetry:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        return None
+
+    def on_skip(self, reason: str) -> None:
+        """The pattern settled a message without a replica (``reason``: its free text)."""
+
+    def on_send(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
+        """Replicas about to be sent to ``target``: returned as they must be sent, carrying the
+        send span's trace context."""
+        return envelopes
+
+    def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
+        """``target`` acknowledged replicas, whose sources were enqueued at ``enqueued`` (epoch
+        seconds; None when unknown)."""
+
+    def on_send_error(self, target: str, error: BaseException) -> None:
+        """One send call to ``target`` failed (it may have acknowledged part of its replicas)."""
+
+    def on_give_up(self, target: str, count: int, error: BaseException) -> None:
+        """The invocation gave up with ``count`` replicas (or parked copies) still unsent."""
+
+    def on_parked(self, target: str, reason: str) -> None:
+        """The parking entity ``target`` acknowledged a parked copy parked for ``reason``."""
+
+
+class TaskTelemetry:
+    """The instruments of one task; build once per runner. ``enabled=False`` records nothing.
+
+    ``systems`` maps namespace names to ``servicebus`` / ``eventhubs`` (``messaging.system``);
+    unknown namespaces are recorded without it. Providers default to the global ones (proxies
+    until the application configures the SDK, so build order does not matter).
+    """
+
+    def __init__(
+        self,
+        task: str,
+        *,
+        source_namespace: str = "",
+        source_entity: str = "",
+        subscription: str | None = None,
+        consumer_group: str | None = None,
+        systems: Mapping[str, str] | None = None,
+        enabled: bool = True,
+        meter_provider: metrics.MeterProvider | None = None,
+        tracer_provider: trace.TracerProvider | None = None,
+    ) -> None:
+        self.task = task
+        self.enabled = enabled
+        self._systems = dict(systems or {})
+        self._source: dict[str, str] = {TASK: task, OPERATION_TYPE: "process"}
+        if source_entity:
+            self._source[DESTINATION] = source_entity
+        if source_namespace in self._systems:
+            self._source[MESSAGING_SYSTEM] = self._systems[source_namespace]
+        self._span_attributes: dict[str, str] = dict(self._source)
+        if subscription:
+            self._span_attributes[SUBSCRIPTION] = subscription
+        if consumer_group:
+            self._span_attributes[CONSUMER_GROUP] = consumer_group
+        self._span_name = f"process {source_entity or task}"
+        self._target_attributes: dict[tuple[str, str], dict[str, str]] = {}
+        self._tracer_provider = tracer_provider
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter(INSTRUMENTATION_NAME)
+        self._tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(
+            INSTRUMENTATION_NAME
+        )
+        self._messages = meter.create_counter(
+            MESSAGES, unit="{message}", description="Messages by replication outcome"
+        )
+        self._lag = meter.create_histogram(
+            LAG,
+            unit="s",
+            description="Source enqueue time to the target's acknowledgement of the replica",
+            explicit_bucket_boundaries_advisory=LAG_BUCKETS,
+        )
+        self._duration = meter.create_histogram(
+            BATCH_DURATION,
+            unit="s",
+            description="Time the runner took for one batch",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self._send_failures = meter.create_counter(
+            SEND_FAILURES, unit="{failure}", description="Failed send calls by error type"
+        )
+
+    # -- attributes ------------------------------------------------------------------------
+
+    def target_attributes(self, target: str, entity: str = "") -> dict[str, str]:
+        """The attributes of measurements about ``target`` (``namespace/entity``)."""
+        key = (target, entity)
+        attributes = self._target_attributes.get(key)
+        if attributes is None:
+            namespace, _, path = target.partition("/")
+            attributes = {TASK: self.task, OPERATION_TYPE: "send"}
+            if target:  # empty: no parking entity (a dry run's rejected messages)
+                attributes[TARGET] = target
+            if entity or path:
+                attributes[DESTINATION] = entity or path
+            if namespace in self._systems:
+                attributes[MESSAGING_SYSTEM] = self._systems[namespace]
+            self._target_attributes[key] = attributes
+        return attributes
+
+    # -- metrics ---------------------------------------------------------------------------
+
+    def received(self, count: int) -> None:
+        if self.enabled and count:
+            self._messages.add(count, {**self._source, OUTCOME: RECEIVED})
+
+    def skipped(self, reason: str) -> None:
+        if self.enabled:
+            self._messages.add(1, {**self._source, OUTCOME: SKIPPED, REASON: skip_reason(reason)})
+
+    def forwarded(self, target: str, enqueued: Sequence[float | None]) -> None:
+        """Replicas acknowledged by ``target``, with their sources' enqueue times (epoch s)."""
+        if not self.enabled or not enqueued:
+            return
+        attributes = self.target_attributes(target)
+        self._messages.add(len(enqueued), {**attributes, OUTCOME: FORWARDED})
+        now = time.time()
+        for when in enqueued:
+            if when is not None:
+                self._lag.record(max(0.0, now - when), attributes)
+
+    def dead_lettered(self, target: str, reason: str) -> None:
+        if self.enabled:
+            attributes = self.target_attributes(target)
+            self._messages.add(1, {**attributes, OUTCOME: DEAD_LETTERED, REASON: reason})
+
+    def failed(self, target: str, count: int, error: BaseException) -> None:
+        """``count`` replicas (or parked copies) left unsent when the invocation gave up."""
+        if self.enabled and count:
+            attributes = self.target_attributes(target)
+            self._messages.add(count, {**attributes, OUTCOME: FAILED, REASON: error_type(error)})
+
+    def send_failed(self, target: str, error: BaseException) -> None:
+        if self.enabled:
+            self._send_failures.add(
+                1, {**self.target_attributes(target), ERROR_TYPE: error_type(error)}
+            )
+
+    # -- batches ---------------------------------------------------------------------------
+
+    def tracing(self) -> bool:
+        """False while nobody configured a TracerProvider: the API's spans are no-ops, so the
+        per-message work of extracting trace contexts is skipped."""
+        provider = self._tracer_provider or trace.get_tracer_provider()
+        return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+    def batch(self, envelopes: Sequence[Envelope]) -> BatchTelemetry:
+        """The sensor of one batch; use as a context manager around the whole run."""
+        if not self.enabled:
+            return _NOTHING
+        return _RecordingBatch(self, envelopes)
+
+    def parking(self, count: int) -> BatchTelemetry:
+        """The sensor of parking ``count`` messages that could not be read (no span, no batch
+        duration: they were never a batch the pattern planned)."""
+        if not self.enabled:
+            return _NOTHING
+        return _RecordingParking(self, count)
+
+    def _record_duration(self, seconds: float, error: BaseException | None) -> None:
+        attributes: dict[str, str] = {TASK: self.task}
+        if error is not None:
+            attributes[ERROR_TYPE] = error_type(error)
+        self._duration.record(seconds, attributes)
+
+
+_NOTHING = BatchTelemetry()
+
+
+class _Recording(BatchTelemetry):
+    """Telemetry on: the hooks become the task's counters and histograms."""
+
+    def __init__(self, telemetry: TaskTelemetry) -> None:
+        self._telemetry = telemetry
+
+    def on_skip(self, reason: str) -> None:
+        self._telemetry.skipped(reason)
+
+    def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
+        self._telemetry.forwarded(target, enqueued)
+
+    def on_send_error(self, target: str, error: BaseException) -> None:
+        self._telemetry.send_failed(target, error)
+
+    def on_give_up(self, target: str, count: int, error: BaseException) -> None:
+        self._telemetry.failed(target, count, error)
+
+    def on_parked(self, target: str, reason: str) -> None:
+        self._telemetry.dead_lettered(target, reason)
+
+
+class _RecordingParking(_Recording):
+    """Parking unreadable messages: they count as received."""
+
+    def __init__(self, telemetry: TaskTelemetry, count: int) -> None:
+        super().__init__(telemetry)
+        self._count = count
+
+    def __enter__(self) -> BatchTelemetry:
+        self._telemetry.received(self._count)
+        return self
+
+
+class _RecordingBatch(_Recording):
+    """A batch with telemetry on: also the process span, one send span per target, the
+    duration."""
+
+    def __init__(self, telemetry: TaskTelemetry, envelopes: Sequence[Envelope]) -> None:
+        super().__init__(telemetry)
+        self._envelopes = envelopes
+        self._sends: dict[str, tuple[trace.Span, dict[str, str], list[int]]] = {}
+        self._process: trace.Span = trace.INVALID_SPAN
+        self._started = 0.0
+        self._tracing = False
+
+    def __enter__(self) -> BatchTelemetry:
+        telemetry = self._telemetry
+        self._started = time.perf_counter()
+        telemetry.received(len(self._envelopes))
+        self._tracing = telemetry.tracing()
+        if not self._tracing:
+            return self
+        links: list[trace.Link] = []
+        parents: set[tuple[int, int]] = set()
+        parent: otel_context.Context | None = None
+        seen: dict[object, otel_context.Context | None] = {}
+        for envelope in self._envelopes:
+            # One producer's batch carries one context many times: extract it once.
+            key = _trace_key(envelope)
+            if key is None:
+                continue
+            extracted = seen[key] if key in seen else seen.setdefault(key, trace_context(envelope))
+            if extracted is None:
+                continue
+            span_context = trace.get_current_span(extracted).get_span_context()
+            links.append(trace.Link(span_context))
+            parents.add((span_context.trace_id, span_context.span_id))
+            parent = extracted
+        attributes: dict[str, str | int] = {
+            **telemetry._span_attributes,
+            BATCH_COUNT: len(self._envelopes),
+        }
+        self._process = telemetry._tracer.start_span(
+            telemetry._span_name,
+            # A parent only when every message shares it: picking one of several would put
+            # the others' replicas in a stranger's trace (messaging conventions: links).
+            context=parent if len(parents) == 1 and len(links) == len(self._envelopes) else None,
+            kind=trace.SpanKind.CONSUMER,
+            attributes=attributes,
+            links=links,
+        )
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for span, _, sent in self._sends.values():
+            span.set_attribute(BATCH_COUNT, sent[0])
+            if error is not None:
+                _fail(span, error)
+            span.end()
+        if error is not None:
+            _fail(self._process, error)
+        self._process.end()
+        self._telemetry._record_duration(time.perf_counter() - self._started, error)
+
+    def on_send(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
+        if not self._tracing:
+            return envelopes
+        entry = self._sends.get(target)
+        if entry is None:
+            telemetry = self._telemetry
+            parent = trace.set_span_in_context(self._process)
+            span = telemetry._tracer.start_span(
+                f"send {entity}",
+                context=parent,
+                kind=trace.SpanKind.PRODUCER,
+                attributes=telemetry.target_attributes(target, entity),
+            )
+            carrier: dict[str, str] = {}
+            _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
+            entry = self._sends[target] = (span, carrier, [0])
+        carrier = entry[1]
+        if TRACE_PARENT not in carrier:
+            return envelopes
+        updates = {TRACE_PARENT: carrier[TRACE_PARENT], DIAGNOSTIC_ID: carrier[TRACE_PARENT]}
+        state = carrier.get(TRACE_STATE)
+        if state is not None:
+            updates[TRACE_STATE] = state
+            return [e.with_properties(updates) for e in envelopes]
+        return [e.with_properties(updates, remove=(TRACE_STATE,)) for e in envelopes]
+
+    def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
+        super().on_sent(target, enqueued)
+        entry = self._sends.get(target)
+        if entry is not None:
+            entry[2][0] += len(enqueued)
+
+
+def _trace_key(envelope: Envelope) -> object:
+    """What decides an envelope's extracted context (None: it carries none)."""
+    properties = envelope.application_properties
+    parent = properties.get(TRACE_PARENT) or properties.get(DIAGNOSTIC_ID)
+    if parent is None:
+        return None
+    return (parent, properties.get(TRACE_STATE))
+
+
+def _fail(span: trace.Span, error: BaseException) -> None:
+    span.set_attribute(ERROR_TYPE, error_type(error))
+    span.set_status(trace.Status(trace.StatusCode.ERROR, str(error)[:256]))
+
+
+__all__ = [
+    "BATCH_DURATION",
+    "DIAGNOSTIC_ID",
+    "LAG",
+    "MESSAGES",
+    "SEND_FAILURES",
+    "TELEMETRY_SETTING",
+    "TRACE_PARENT",
+    "BatchTelemetry",
+    "TaskTelemetry",
+    "error_type",
+    "skip_reason",
+    "telemetry_enabled",
+    "trace_context",
+]

@@ -1,0 +1,123 @@
+"""Configure the OpenTelemetry SDK and its exporters for the applications of this repository.
+
+The library itself (``_instruments`` in this package) only uses the OpenTelemetry API; an
+application decides where metrics and traces go. Two applications live here:
+
+- The Function app (:func:`configure_function_app_telemetry`, called by
+  :func:`replication.hosts.functions.build_app` before any runner exists): when
+  ``APPLICATIONINSIGHTS_CONNECTION_STRING`` is set, ``configure_azure_monitor()`` of
+  ``azure-monitor-opentelemetry`` exports metrics, traces and logs to Application Insights.
+  Entra ID authentication: the exporter reads ``APPLICATIONINSIGHTS_AUTHENTICATION_STRING``
+  (``Authorization=AAD`` or ``Authorization=AAD;ClientId=<user-assigned identity>``) itself
+  (``azure/monitor/opentelemetry/exporter/export/_base.py``). The Azure SDK's own tracing
+  (``azure_sdk`` instrumentation) is switched off: it would overwrite each replica's
+  ``traceparent`` with a span outside the replicator's trace. Logs are left to the Functions
+  host, which ships them already.
+- Local runs (:func:`configure_local_telemetry`, for ``python -m replication run``): OTLP over
+  HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (the exporters read the standard
+  ``OTEL_EXPORTER_OTLP_*`` settings), else the console exporter when
+  ``REPLICATION_TELEMETRY=console``, else nothing (the API stays a no-op).
+
+``REPLICATION_TELEMETRY=off`` configures nothing in either. The SDK and exporters are imported
+only when they are used; a missing package fails with the ``pip install`` that fixes it.
+Configuring twice in one process is refused by the SDK (a warning), so call these once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from types import ModuleType
+
+from replication.settings import CONNECTION_STRING_SETTING, CONSOLE, OTLP_ENDPOINT_SETTING, Settings
+
+logger = logging.getLogger(__name__)
+
+METRIC_EXPORT_INTERVAL_MS = 15_000
+"""How often local runs export metrics (the SDK's default is a minute)."""
+
+
+def _load(module: str, package: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ImportError(
+            f"telemetry needs {package}: pip install {package} (see requirements.txt)"
+        ) from error
+
+
+def configure_function_app_telemetry(settings: Settings) -> bool:
+    """Export to Application Insights when its connection string is set; True if configured.
+
+    The connection string is passed by the settings, never logged."""
+    connection_string = settings.app_insights_connection_string
+    if not settings.telemetry_enabled or connection_string is None:
+        return False
+    distro = _load("azure.monitor.opentelemetry", "azure-monitor-opentelemetry")
+    distro.configure_azure_monitor(
+        connection_string=connection_string.get_secret_value(),
+        instrumentation_options={"azure_sdk": {"enabled": False}},
+        # The Functions host already ships every Python log record to Application Insights;
+        # a second handler would store each line twice.
+        disable_logging=True,
+    )
+    logger.info("telemetry: exporting to Azure Monitor")
+    return True
+
+
+def configure_local_telemetry(settings: Settings) -> str | None:
+    """Set up the SDK for a local run: ``"otlp"``, ``"console"`` or None (nothing configured).
+
+    OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, else the console when
+    ``REPLICATION_TELEMETRY=console``; ``REPLICATION_TELEMETRY=off`` wins over both."""
+    if not settings.telemetry_enabled:
+        return None
+    if settings.otlp_endpoint:
+        package = "opentelemetry-exporter-otlp-proto-http"
+        metric_exporter = _load(
+            "opentelemetry.exporter.otlp.proto.http.metric_exporter", package
+        ).OTLPMetricExporter()
+        span_exporter = _load(
+            "opentelemetry.exporter.otlp.proto.http.trace_exporter", package
+        ).OTLPSpanExporter()
+        kind = "otlp"
+    elif settings.telemetry_console:
+        sdk_metrics_export = _load("opentelemetry.sdk.metrics.export", "opentelemetry-sdk")
+        sdk_trace_export = _load("opentelemetry.sdk.trace.export", "opentelemetry-sdk")
+        metric_exporter = sdk_metrics_export.ConsoleMetricExporter()
+        span_exporter = sdk_trace_export.ConsoleSpanExporter()
+        kind = CONSOLE
+    else:
+        return None
+    _install(metric_exporter, span_exporter)
+    logger.info("telemetry: exporting to %s", kind)
+    return kind
+
+
+def _install(metric_exporter: object, span_exporter: object) -> None:
+    """Make a MeterProvider and a TracerProvider with these exporters the global ones."""
+    from opentelemetry import metrics, trace
+
+    sdk_metrics = _load("opentelemetry.sdk.metrics", "opentelemetry-sdk")
+    sdk_metrics_export = _load("opentelemetry.sdk.metrics.export", "opentelemetry-sdk")
+    sdk_trace = _load("opentelemetry.sdk.trace", "opentelemetry-sdk")
+    sdk_trace_export = _load("opentelemetry.sdk.trace.export", "opentelemetry-sdk")
+    sdk_resources = _load("opentelemetry.sdk.resources", "opentelemetry-sdk")
+    resource = sdk_resources.Resource.create({"service.name": "replication"})
+    reader = sdk_metrics_export.PeriodicExportingMetricReader(
+        metric_exporter, export_interval_millis=METRIC_EXPORT_INTERVAL_MS
+    )
+    metrics.set_meter_provider(
+        sdk_metrics.MeterProvider(resource=resource, metric_readers=[reader])
+    )
+    tracer_provider = sdk_trace.TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(sdk_trace_export.BatchSpanProcessor(span_exporter))
+    trace.set_tracer_provider(tracer_provider)
+
+
+__all__ = [
+    "CONNECTION_STRING_SETTING",
+    "OTLP_ENDPOINT_SETTING",
+    "configure_function_app_telemetry",
+    "configure_local_telemetry",
+]

@@ -1,0 +1,84 @@
+"""Event Hubs checkpoints for local runs, in the blob storage the Function app already has.
+
+In Azure the Functions host checkpoints Event Hubs triggers in the ``AzureWebJobsStorage``
+account. The local host (``python -m replication run``) does the same when that setting is
+present, so a restarted local run resumes where it stopped instead of replaying every
+partition from the beginning. Locally the setting is usually ``UseDevelopmentStorage=true``
+(Azurite on 127.0.0.1:10000) or a full Azurite connection string.
+
+Accepted settings, as the Functions host reads them:
+
+- ``AzureWebJobsStorage``: a storage connection string (``UseDevelopmentStorage=true`` too);
+- ``AzureWebJobsStorage__blobServiceUri`` (or ``__accountName``), with the optional
+  ``AzureWebJobsStorage__clientId`` of a user-assigned identity: identity-based access.
+
+Checkpoints go to the container ``REPLICATION_CHECKPOINT_CONTAINER`` (default
+``replication-checkpoints``, created when missing), not to the host's
+``azure-webjobs-eventhub``: a local run must not move a deployed Function app's positions.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from azure.core.exceptions import AzureError, ResourceExistsError
+from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
+from azure.storage.blob import ContainerClient
+
+from replication.exceptions import ConfigurationError
+from replication.settings import CONTAINER_SETTING, DEFAULT_CONTAINER, STORAGE_SETTING, Settings
+from replication.transport.connections import prefixed_credential
+
+logger = logging.getLogger(__name__)
+
+# The Storage API version the checkpoint store speaks; Azurite and Azure both accept it, while
+# the blob SDK's newest default can be ahead of the Azurite a user has installed.
+API_VERSION = "2019-07-07"
+
+
+def _container_client(settings: Settings, container: str) -> ContainerClient | None:
+    storage = settings.storage
+    connection = storage.secret()
+    if connection:
+        try:
+            return ContainerClient.from_connection_string(
+                connection, container, api_version=API_VERSION
+            )
+        except ValueError as error:
+            raise ConfigurationError(
+                f"not a storage connection string: {error}", source=STORAGE_SETTING
+            ) from None
+    account_url = storage.blob_service_uri
+    account_name = storage.account_name
+    if not account_url and account_name:
+        account_url = f"https://{account_name}.blob.core.windows.net"
+    if not account_url:
+        return None
+    credential = prefixed_credential(storage)
+    return ContainerClient(account_url, container, credential=credential, api_version=API_VERSION)
+
+
+def checkpoint_store(settings: Settings) -> BlobCheckpointStore | None:
+    """The checkpoint store the settings describe, its container created; None without one."""
+    container = settings.checkpoint_container
+    client = _container_client(settings, container)
+    if client is None:
+        return None
+    try:
+        # One attempt: an unreachable storage (Azurite not started) fails the start at once
+        # instead of after the storage SDK's 90 s of retries; checkpoint writes keep them.
+        client.create_container(retry_total=0)
+        logger.info("created checkpoint container %s", container)
+    except ResourceExistsError:
+        pass
+    except AzureError as error:
+        raise ConfigurationError(
+            f"cannot create or reach the checkpoint container {container!r}: {error}",
+            source=STORAGE_SETTING,
+        ) from error
+    # The store takes any client with the container API (its URL argument is then unused);
+    # sharing ours keeps one HTTP pipeline.
+    return BlobCheckpointStore(client.url, container, container_client=client)
+
+
+__all__ = ["CONTAINER_SETTING", "DEFAULT_CONTAINER", "STORAGE_SETTING", "checkpoint_store"]

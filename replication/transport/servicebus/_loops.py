@@ -1,0 +1,488 @@
+"""The local host's Service Bus receive loops (``python -m replication run``).
+
+In Azure the Functions host reads the source entities and calls the task's function with a
+batch. Locally, where the Functions Core Tools may not be available, these loops do the same
+with the SDK, with the host's semantics, and never give up (each runs under
+:func:`~replication.runtime.supervise`, which reconnects with backoff and reports the failure
+in the task's :class:`~replication.runtime.TaskStatus`):
+
+- PEEK_LOCK, no prefetch: a batch is completed when the runner returns; when it raises, every
+  message of the batch is abandoned, so the broker redelivers it in order. Locks are renewed
+  while the batch is in flight (:class:`LockKeeper`), as the Functions host does for single
+  messages, so a slow send does not lose them. A message whose body or properties cannot be
+  read is dead-lettered in the source at once with the converter's reason. A settlement that
+  fails (a lock lost anyway) is logged: the broker redelivers that message and the runner's
+  ledger or the target's duplicate detection drops the copy. This settle step
+  (:func:`_settle_batch`) is the one for both loops below.
+- A session-enabled source is read one session at a time per loop
+  (:func:`run_servicebus_session_source`; the host runs :data:`CONCURRENT_SESSIONS`).
+
+Messages the SDK cannot decode (azure-servicebus 7.15.0, measured against the emulator in
+``tests/e2e/test_poison_messages.py``) never reach the converters, because the SDK decodes
+every transfer inside ``receive_messages``, before any per-message handling:
+
+- an application property (or any other section value) of type **char, decimal32 or
+  decimal64**: the SDK's decoder has no entry for these constructors (0x73, 0x74, 0x84), the
+  ``TypeError`` shuts the handler down and ``receive_messages`` raises ``ServiceBusError``
+  ("Handler failed: 'NoneType' object is not callable."); ``peek_messages`` raises the same.
+- **decimal128** (0x94), even one the SDK encoded itself: its decoder reads the exponent wrongly
+  and raises ``ValueError`` ("Invalid AMQP decimal128 encoding"), which the receive client takes
+  for its own timeout signal: the handler shuts down *without an error* and every later
+  ``receive_messages`` on that receiver returns ``[]`` at once, forever. ``peek_messages``
+  raises ``ServiceBusError`` ("Handler failed: Invalid AMQP decimal128 encoding ...").
+
+Either way the message stays locked, is redelivered when its lock expires, fails the same way,
+and reaches the dead-letter queue through ``MaxDeliveryCount`` (where reading it fails again).
+The loop survives both: its supervisor reconnects after the error, and a receiver that
+returns empty at once several times in a row is treated as dead and replaced. Between two
+expiries of the poison message's lock, the other messages flow.
+Messages received together with it on the same link share its fate. Everything else the SDK
+decodes: maps and lists as application properties, non-UTF-8 binary in MessageId or in a
+property become :class:`~replication.exceptions.MessageRejectedError` in the converters and are
+dead-lettered with its reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from azure.servicebus import (
+    NEXT_AVAILABLE_SESSION,
+    ServiceBusReceivedMessage,
+    ServiceBusReceiver,
+    ServiceBusSession,
+)
+from azure.servicebus.exceptions import (
+    OperationTimeoutError,
+    ServiceBusConnectionError,
+    ServiceBusError,
+    SessionLockLostError,
+)
+
+from replication.envelope import Envelope
+from replication.exceptions import MessageRejectedError, ReplicationError, UnreadableTransferError
+from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe, failure_level
+from replication.settings import Settings
+from replication.topology import EntityRef, NamespaceSpec
+from replication.transport.connections import servicebus_client
+
+from ._conversion import envelope_from_received
+from ._receivers import source_receiver
+
+logger = logging.getLogger(__name__)
+
+RECEIVE_WAIT_SECONDS = 1.0
+DEAD_RECEIVER_EMPTIES = 5
+"""Empty receives in a row, each back in under a tenth of the wait, that mark a dead receiver."""
+
+
+def run_servicebus_source(
+    namespace: NamespaceSpec,
+    source: EntityRef,
+    runner: TaskRunner,
+    stop: threading.Event,
+    status: TaskStatus,
+    *,
+    settings: Settings,
+    max_batch_size: int = 100,
+    lock_renewal_seconds: float = 600.0,
+    isolation: Isolation | None = None,
+) -> None:
+    """Receive batches from a queue, subscription or their DLQ until ``stop`` is set (raises
+    when the connection fails; :func:`~replication.runtime.supervise` restarts it).
+    ``isolation``, kept across restarts, makes the loop receive one message at a time after a
+    receive failed."""
+    isolation = isolation or Isolation()
+    with servicebus_client(namespace, settings) as client:
+        receiver = source_receiver(client, source, wait=1)
+        with receiver:
+            instant_empties = 0
+            while not stop.is_set():
+                asked = time.monotonic()
+                messages = _receive(receiver, isolation, max_batch_size)
+                if not messages:
+                    try:
+                        instant_empties = _check_alive(asked, instant_empties)
+                    except ConnectionError:
+                        isolation.begin()
+                        raise
+                    status.touch()  # connected, and nothing is failing over and over
+                    continue
+                instant_empties = 0
+                with LockKeeper.for_messages(receiver, messages, limit=lock_renewal_seconds):
+                    outcome = _run_servicebus_batch(
+                        receiver, messages, runner, source=source.entity_path
+                    )
+                _settle_batch(receiver, outcome, runner, status)
+
+
+CONCURRENT_SESSIONS = 8
+"""Session loops per session-enabled task in the local host. The Functions host runs one session
+at a time per instance (its batch loop, ``ServiceBusListener.RunBatchReceiveLoopAsync``, accepts
+the next session, drains it and releases it) and scales out over instances; the local host is
+one process standing in for several instances, so it holds this many sessions side by side."""
+
+SESSION_IDLE_SECONDS = 1.0
+"""A held session is released after a receive that waited this long for nothing: host.json's
+``sessionIdleTimeout`` (infra/README.md), which the Functions batch loop uses the same way."""
+
+
+def run_servicebus_session_source(
+    namespace: NamespaceSpec,
+    source: EntityRef,
+    runner: TaskRunner,
+    stop: threading.Event,
+    status: TaskStatus,
+    *,
+    settings: Settings,
+    max_batch_size: int = 100,
+    lock_renewal_seconds: float = 600.0,
+    isolation: Isolation | None = None,
+) -> None:
+    """Receive from a session-enabled queue or subscription, one session at a time, until
+    ``stop`` is set (raises when the connection fails; :func:`~replication.runtime.supervise`
+    restarts it).
+
+    Each turn accepts the next session nobody holds, receives its batches in order until a
+    receive waits :data:`SESSION_IDLE_SECONDS` for nothing, and releases it, as the Functions
+    host's batch loop does. The session's lock, which also locks its messages, is renewed for as
+    long as it is held (from this thread between batches, by a :class:`LockKeeper` while a batch
+    is in flight), so a session drained over many lock durations is not lost half-way. A failed
+    batch is abandoned: its messages go back to the head of their session and come next, so the
+    order within a session holds across failures, restarts of this loop and of the whole
+    process (a lock held by a killed process expires after the entity's lock duration). The host
+    runs :data:`CONCURRENT_SESSIONS` of these loops per task.
+    """
+    isolation = isolation or Isolation()
+    # "No session is free" is Service Bus's answer to the attach itself (the detach carries
+    # com.microsoft:timeout after the receiver's max_wait_time), and the SDK retries a timed-out
+    # open like a failure: three more attempts with back-off, about 19 s in which this loop
+    # takes no new session. The receiver's retries cannot be set apart from its client's
+    # (get_queue_receiver passes the client's retry_total itself), so this loop's client
+    # retries nothing: "no session" comes back after one wait, and any other failure (a
+    # settlement, a renewal) ends the turn, which the supervisor restarts; the batch comes back
+    # with the session and the runner's ledger keeps it from being sent twice.
+    with servicebus_client(namespace, settings, retry_total=0) as client:
+        while not stop.is_set():
+            receiver = source_receiver(
+                client, source, wait=SESSION_IDLE_SECONDS, session_id=NEXT_AVAILABLE_SESSION
+            )
+            try:
+                receiver.__enter__()
+            except OperationTimeoutError:
+                _no_session(receiver, status)
+                continue
+            with receiver:
+                _drain_session(
+                    receiver, runner, stop, status, source, isolation,
+                    max_batch_size=max_batch_size, limit=lock_renewal_seconds,
+                )  # fmt: skip
+
+
+def _no_session(receiver: ServiceBusReceiver, status: TaskStatus) -> None:
+    """No session has messages that nobody holds: the service's answer after the wait."""
+    receiver.close()
+    status.touch()
+
+
+def _drain_session(
+    receiver: ServiceBusReceiver,
+    runner: TaskRunner,
+    stop: threading.Event,
+    status: TaskStatus,
+    source: EntityRef,
+    isolation: Isolation,
+    *,
+    max_batch_size: int,
+    limit: float,
+) -> None:
+    """Replicate the held session's messages batch by batch until it has none for one wait."""
+    session = receiver.session
+    lock_duration = max(
+        1.0, remaining_lock([session.locked_until_utc] if session.locked_until_utc else [])
+    )
+    while not stop.is_set():
+        if (
+            session.locked_until_utc
+            and remaining_lock([session.locked_until_utc]) < lock_duration / 2
+        ):
+            session.renew_lock()
+        try:
+            messages = _receive(receiver, isolation, max_batch_size, SESSION_IDLE_SECONDS)
+        except OperationTimeoutError:
+            # Service Bus answers "no session" at the attach (handled when the receiver is
+            # opened); a receive that times out after the session was accepted ends the turn
+            # the same way.
+            _no_session(receiver, status)
+            return
+        if not messages:
+            status.touch()
+            return  # idle: release the session, take the next one
+        with LockKeeper.for_session(session, limit=limit):
+            outcome = _run_servicebus_batch(receiver, messages, runner, source=source.entity_path)
+        _settle_batch(receiver, outcome, runner, status)
+
+
+def _receive(
+    receiver: ServiceBusReceiver,
+    isolation: Isolation,
+    max_batch_size: int,
+    wait: float = RECEIVE_WAIT_SECONDS,
+) -> list[ServiceBusReceivedMessage]:
+    """One receive call; a failure on a working connection is a message the SDK cannot decode:
+    :class:`UnreadableTransferError`, after which the loop reconnects at once and takes messages
+    one at a time for a while (:class:`Isolation`)."""
+    try:
+        return receiver.receive_messages(
+            max_message_count=isolation.batch_size(max_batch_size),
+            max_wait_time=wait,
+        )
+    except (ServiceBusConnectionError, SessionLockLostError, OperationTimeoutError):
+        raise
+    except Exception as error:
+        isolation.begin()
+        raise UnreadableTransferError(describe(error)) from error
+
+
+class Isolation:
+    """After a receive that failed (the SDK could not decode a message of it), receive one
+    message at a time for a while.
+
+    A message the SDK cannot decode fails the whole receive call, and every message received
+    with it stays locked by the dead link and counts one more delivery; receiving it alone
+    keeps its batch-mates out of its fate, so only it reaches the dead-letter queue. The window
+    outlasts a lock duration (at most 5 minutes), so the poison message, when its lock expires
+    and it comes back, is received alone again.
+    """
+
+    WINDOW_SECONDS = 360.0
+
+    def __init__(self) -> None:
+        self._until = 0.0
+
+    def begin(self) -> None:
+        self._until = time.monotonic() + self.WINDOW_SECONDS
+
+    def batch_size(self, normal: int) -> int:
+        return 1 if time.monotonic() < self._until else normal
+
+
+class LockKeeper:
+    """Renews locks while a batch is in flight: its messages' locks, or its session's lock.
+
+    The SDK's ``AutoLockRenewer`` renews every message from its own pool of threads at once;
+    this renews them one after the other from one thread, before half of the shortest
+    remaining lock has passed, and stops before the batch is settled, so the receiver is never
+    used by two threads at a time (the runner does not touch it while it sends). A renewal that
+    fails is logged; the message is then redelivered after its lock expires and the copy is
+    dropped by the runner's ledger or the target's duplicate detection. Build it with
+    :meth:`for_messages` or :meth:`for_session`.
+    """
+
+    def __init__(
+        self,
+        renew: Callable[[], None],
+        locked_until: Callable[[], list[datetime]],
+        *,
+        limit: float,
+    ) -> None:
+        self._renew_all = renew
+        self._locked_until = locked_until
+        self._limit = limit
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="lock-keeper", daemon=True)
+
+    @classmethod
+    def for_messages(
+        cls,
+        receiver: ServiceBusReceiver,
+        messages: Sequence[ServiceBusReceivedMessage],
+        *,
+        limit: float,
+    ) -> LockKeeper:
+        """Keeps the locks of ``messages`` (a receiver without sessions)."""
+        batch = list(messages)
+        keeper: LockKeeper
+
+        def renew() -> None:
+            for message in batch:
+                if keeper._done.is_set():
+                    return
+                try:
+                    receiver.renew_message_lock(message)
+                except (ServiceBusError, ValueError) as error:
+                    logger.warning(
+                        "cannot renew the lock of message %s: %s",
+                        message.sequence_number,
+                        describe(error),
+                    )
+
+        keeper = cls(
+            renew, lambda: [m.locked_until_utc for m in batch if m.locked_until_utc], limit=limit
+        )
+        return keeper
+
+    @classmethod
+    def for_session(cls, session: ServiceBusSession, *, limit: float) -> LockKeeper:
+        """Keeps the lock of ``session``: a session's messages are locked by it, not each on
+        its own (the SDK's ``renew_message_lock`` raises ``TypeError`` on a session receiver:
+        "an invalid operation when working with sessions")."""
+
+        def renew() -> None:
+            try:
+                session.renew_lock()
+            except (ServiceBusError, ValueError) as error:
+                logger.warning("cannot renew the lock of session %s: %s", session.session_id,
+                               describe(error))  # fmt: skip
+
+        return cls(renew, lambda: [session.locked_until_utc] if session.locked_until_utc else [],
+                   limit=limit)  # fmt: skip
+
+    def __enter__(self) -> LockKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _renew(self) -> None:
+        started = time.monotonic()
+        while not self._done.wait(self._next_renewal()):
+            if time.monotonic() - started > self._limit:
+                return
+            self._renew_all()
+
+    def _next_renewal(self) -> float:
+        return max(0.2, remaining_lock(self._locked_until()) / 2)
+
+
+def remaining_lock(locked_until: Sequence[datetime], default: float = 60.0) -> float:
+    """Seconds until the first of these locks expires (``default`` when there is none)."""
+    now = datetime.now(UTC)
+    return min(((moment - now).total_seconds() for moment in locked_until), default=default)
+
+
+def _check_alive(asked: float, instant_empties: int) -> int:
+    """Count receives that came back empty at once; a receiver whose link the SDK shut down
+    without an error (a decimal128 property does that) does only that, forever."""
+    if time.monotonic() - asked >= RECEIVE_WAIT_SECONDS / 10:
+        return 0
+    if instant_empties + 1 >= DEAD_RECEIVER_EMPTIES:
+        raise ConnectionError(
+            "the receiver returns nothing at once: the SDK shut its link down "
+            "(a message it cannot decode?); reconnecting"
+        )
+    return instant_empties + 1
+
+
+@dataclasses.dataclass
+class _ServiceBusBatch:
+    """A received batch after the runner: what to complete, abandon or dead-letter."""
+
+    accepted: list[ServiceBusReceivedMessage]
+    unreadable: list[tuple[ServiceBusReceivedMessage, MessageRejectedError]]
+    outcome: BatchOutcome | None
+    error: ReplicationError | None = None
+
+
+def _run_servicebus_batch(
+    receiver: ServiceBusReceiver,
+    messages: list[ServiceBusReceivedMessage],
+    runner: TaskRunner,
+    *,
+    source: str | None = None,
+) -> _ServiceBusBatch:
+    envelopes: list[Envelope] = []
+    batch = _ServiceBusBatch([], [], None)
+    for message in messages:
+        try:
+            envelopes.append(envelope_from_received(message, source=source))
+            batch.accepted.append(message)
+        except MessageRejectedError as error:
+            batch.unreadable.append((message, error))
+    try:
+        batch.outcome = runner.run(envelopes)
+    except ReplicationError as error:
+        batch.error = error
+    except Exception:
+        for message in batch.accepted:
+            _settle(receiver.abandon_message, message)
+        raise
+    return batch
+
+
+def _settle_batch(
+    receiver: ServiceBusReceiver, batch: _ServiceBusBatch, runner: TaskRunner, status: TaskStatus
+) -> None:
+    for message, rejection in batch.unreadable:
+        logger.warning("dead-lettering a message that cannot be read: %s", rejection)
+        _settle(receiver.dead_letter_message, message, rejection.reason, str(rejection)[:1024])
+    if batch.error is not None or batch.outcome is None:
+        failures = status.record_failure(batch.error or "no outcome")
+        logger.log(
+            failure_level(failures),
+            "%s: batch of %d failed (%d in a row), abandoning for redelivery: %s",
+            runner.task.name,
+            len(batch.accepted),
+            failures,
+            describe(batch.error) if batch.error else "no outcome",
+        )
+        for message in batch.accepted:
+            _settle(receiver.abandon_message, message)
+        return
+    # A message whose parked copy could only be a notice (too large for the parking entity)
+    # stays whole in the source's dead-letter queue, which the notice points to.
+    keep = {d.source.sequence_number: d for d in batch.outcome.dead_letter_in_source}
+    for message in batch.accepted:
+        kept = keep.get(message.sequence_number)
+        if kept is None:
+            _settle(receiver.complete_message, message)
+        else:
+            logger.warning(
+                "%s: dead-lettering message %s in the source: its parked copy had to leave the "
+                "body out",
+                runner.task.name,
+                message.message_id,
+            )
+            _settle(receiver.dead_letter_message, message, kept.reason, kept.description[:1024])
+    unreadable = len(batch.unreadable)
+    status.record(
+        len(batch.accepted) + unreadable, parked=len(batch.outcome.dead_lettered) + unreadable
+    )
+    _log_outcome(runner, batch.outcome)
+
+
+def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *args: str) -> None:
+    """Complete, abandon or dead-letter; a failure (lock lost, connection dropped) leaves the
+    message to the broker, which redelivers it when its lock expires."""
+    try:
+        if args:
+            action(message, reason=args[0], error_description=args[1])
+        else:
+            action(message)
+    except (ServiceBusError, ValueError) as error:
+        logger.warning(
+            "cannot settle message %s (the broker redelivers it): %s",
+            message.sequence_number,
+            describe(error),
+        )
+
+
+def _log_outcome(runner: TaskRunner, outcome: BatchOutcome) -> None:
+    logger.info("%s: %s", runner.task.name, outcome.summary())
+
+
+__all__ = [
+    "CONCURRENT_SESSIONS",
+    "SESSION_IDLE_SECONDS",
+    "Isolation",
+    "LockKeeper",
+    "run_servicebus_session_source",
+    "run_servicebus_source",
+]

@@ -16,7 +16,8 @@
 # and for the tests creates .venv-host, a Python 3.13 environment with the Functions Python
 # worker runtime for the host-protocol tests (tests/host/), and .venv-azcli / .venv-checkov,
 # the Azure CLI and checkov that the infrastructure checks (tests/infra/) run, each in an
-# environment of its own.
+# environment of its own, and Debian's chromium (apt-get, as root) for the audit report's
+# screenshot test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -48,6 +49,21 @@ ensure_java() {
     else
         echo "error: PySpark needs Java 17+; install it (e.g. sudo apt-get install openjdk-17-jre-headless)" >&2
         exit 1
+    fi
+}
+
+ensure_chromium() {
+    # Headless Chromium for the audit report's screenshot test (tests/spark/test_report_page.py).
+    # Where it cannot be installed that test is skipped, saying so; nothing else needs it.
+    if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then
+        return
+    fi
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        log "installing Chromium (chromium) for the audit report's screenshot test"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+            log "could not install chromium: the audit report's screenshot test will be skipped"
+    else
+        log "no chromium (install it with: sudo apt-get install chromium): the audit report's screenshot test will be skipped"
     fi
 }
 
@@ -262,7 +278,7 @@ host_tier() {
 
 # Which environment each test tier needs beyond .venv, Java and Node.js (installed first).
 # They install in the background while ruff, mypy and the first tiers run.
-BACKGROUND_SETUPS=(host azcli checkov)
+BACKGROUND_SETUPS=(host azcli checkov chromium)
 
 start_background_setups() {
     # One background job per environment; each writes its exit status to $RESULTS/setup-NAME
@@ -275,6 +291,7 @@ start_background_setups() {
                 host) ensure_host_venv ;;
                 azcli) ensure_tool_venv .venv-azcli requirements-azcli.txt ;;
                 checkov) ensure_tool_venv .venv-checkov requirements-checkov.txt ;;
+                chromium) ensure_chromium ;;
             esac > "$RESULTS/setup-$name.log" 2>&1 || status=$?
             echo "$status" > "$RESULTS/setup-$name"
         ) &
@@ -307,6 +324,7 @@ lane() {
         case "$tier" in
             tools) { wait_for_setups azcli checkov && pytest_tier tools "${TIER_ARGS[@]}"; } ;;
             host) { wait_for_setups host && host_tier; } ;;
+            spark) { wait_for_setups chromium && pytest_tier spark "${TIER_ARGS[@]}"; } ;;
             *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;
         esac > "$RESULTS/$tier.log" 2>&1 || status=$?
         (

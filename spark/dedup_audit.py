@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 
 from replication.exit_codes import ExitCode
 from spark import _audit as audit
-from spark._html import render
+from spark._html import LISTED_IDS, Charts, Listing, render
 from spark._inputs import InputError, read_inputs
 from spark._schema import ENQUEUED, MESSAGE_ID, REGION
 from spark._streaming import deduplicate_stream
@@ -62,7 +62,7 @@ class AuditResult:
     """The report and the data of the charts (``unique/`` and ``duplicates/`` are written)."""
 
     report: dict[str, Any]
-    charts: dict[str, Any]
+    charts: Charts
 
 
 def run_audit(
@@ -155,23 +155,9 @@ def run_audit(
         "late_records": late,
         "invalid_records": invalid,
     }
-    charts = {"distributions": distributions, "axis": axis, "listings": listings}
+    charts = Charts(distributions, axis, listings)
     logger.info("audit computed in %.1f s", time.perf_counter() - started)
     return AuditResult(report, charts)
-
-
-LISTED_IDS = 100
-"""How many of the missing and looping messages report.html lists (the files hold all)."""
-
-
-@dataclass(frozen=True)
-class Listing:
-    """Some rows of a CSV listing of message ids and the file that holds all of them."""
-
-    file: Path | None
-    """None when there is nothing to list (and no file)."""
-    rows: list[dict[str, str]]
-    """The first ``LISTED_IDS`` rows, earliest first."""
 
 
 def write_listing(rows: DataFrame, count: int, folder: Path) -> Listing:

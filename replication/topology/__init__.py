@@ -10,7 +10,7 @@ Modules, in dependency order: ``_specs`` (namespaces and entities) and ``_tasks`
 tasks resolved with their pattern's typed options) -> ``_topology`` (the document) ->
 ``_errors`` / ``_checks`` (reporting and cross-references) -> ``_lanes`` (what each task runs
 as: one lane per target for fan-out tasks, the default parking queue) -> ``_heartbeats`` (the
-optional heartbeat topics, subscriptions and tasks) -> ``_load``;
+optional heartbeat entities, subscriptions, consumer groups and tasks) -> ``_load``;
 ``_outage`` (retry budgets and delivery counts), ``_materialize`` (the subscriptions, consumer
 groups, delivery counts and parking queues tasks need) and ``_sql`` (every SQL expression, for
 the linter) work on a loaded topology; ``_sessions`` says which entities require sessions and
@@ -26,13 +26,18 @@ from __future__ import annotations
 
 from ._errors import json_path
 from ._heartbeats import (
+    HEARTBEAT_PARTITIONS,
     HEARTBEAT_READER,
+    HEARTBEAT_STATUS,
+    HEARTBEAT_STATUS_GROUP,
     HeartbeatPath,
+    heartbeat_lookback,
     heartbeat_origins,
     heartbeat_paths,
     heartbeat_receivers,
     heartbeat_schedule,
     heartbeat_time_to_live,
+    takes_part,
 )
 from ._lanes import PARKING_QUEUE, lane_keys, splits
 from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse_topology
@@ -60,7 +65,10 @@ __all__ = [
     "ALERT_WINDOWS",
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
+    "HEARTBEAT_PARTITIONS",
     "HEARTBEAT_READER",
+    "HEARTBEAT_STATUS",
+    "HEARTBEAT_STATUS_GROUP",
     "PARKING_QUEUE",
     "TOPOLOGY_SETTING",
     "EntityRef",
@@ -80,6 +88,7 @@ __all__ = [
     "attempt_budget",
     "bounded",
     "carries_session_ids",
+    "heartbeat_lookback",
     "heartbeat_origins",
     "heartbeat_paths",
     "heartbeat_receivers",
@@ -95,5 +104,6 @@ __all__ = [
     "slug",
     "splits",
     "sql_texts",
+    "takes_part",
     "tolerated_outage",
 ]

@@ -2,11 +2,14 @@
 failover|failback`` (and of the drill).
 
 :func:`switch` plans the switch (:func:`~replication.failover._plan.plan_switch`), prints the
-steps and the figures an operator needs (the replication backlog, the messages published
-directly to a namespace a failback must drain), and, unless it is a dry run, takes the binding
-document's blob lease and writes the bindings in the plan's order, waiting in between for
-replication to catch up or the namespace to drain (polling once a second, printing each change
-of the figures). It returns the exit code; see :mod:`replication.cli.failover` for their meaning.
+steps and the figures an operator needs (per replication task what ``python -m replication
+status`` prints: state, backlog, oldest unreplicated message, heartbeats, the RPO of a failover
+now; for a failback the messages published directly to the namespace it must drain), and,
+unless it is a dry run, takes the binding document's blob lease and writes the bindings in the
+plan's order, waiting in between for replication to catch up or the namespace to drain (polling
+once a second, printing each change of the figures). The figures are read by
+:class:`~replication.operations.FiguresReader`, the one reader ``status`` uses too. It returns
+the exit code; see :mod:`replication.cli.failover` for their meaning.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from replication.exit_codes import ExitCode
+from replication.operations import Backlog, FiguresReader, task_lines
 from replication.runtime import describe
+from replication.settings import Settings
 from replication.topology import NamespaceKind, Topology
-from replication.transport.failover import BacklogReader, BindingLease, BlobFailoverStore
+from replication.transport.failover import BindingLease, BlobFailoverStore
 
 from ._bindings import (
     BindingDocument,
@@ -82,7 +87,9 @@ def switch(
         print(f"  {number}. {step}", file=out)
     if plan.source == plan.target:
         return ExitCode.OK
-    reader = BacklogReader(topology, environ)
+    reader = FiguresReader(
+        topology, Settings.from_environ(environ, connections=topology.connections)
+    )
     try:
         runner = _Switch(plan, topology, store, reader, out, sleep)
         runner.report_figures()
@@ -107,7 +114,7 @@ class _Switch:
         plan: SwitchPlan,
         topology: Topology,
         store: BlobFailoverStore,
-        reader: BacklogReader,
+        reader: FiguresReader,
         out: TextIO,
         sleep: Callable[[float], None],
     ) -> None:
@@ -128,14 +135,18 @@ class _Switch:
         """What an operator needs before pressing the button."""
         plan = self.plan
         if plan.direction is Direction.FAILOVER:
-            for task, backlog in self._backlogs().items():
-                self.say(f"replication backlog of {task}: {backlog} (the RPO of a failover now)")
+            for task in plan.replication_tasks:
+                first, *rest = task_lines(self.reader.task(task))
+                self.say(first)
+                for line in rest:
+                    print(f"           {line}", file=self.out, flush=True)
         else:
             for where, count in self._direct().items():
                 self.say(f"published directly to {where} and not consumed yet: {count}")
 
-    def _backlogs(self) -> dict[str, object]:
-        backlogs: dict[str, object] = {}
+    def _backlogs(self) -> dict[str, Backlog | str]:
+        backlogs: dict[str, Backlog | str] = {}
+        self.reader.refresh()  # a namespace that failed at the last poll is asked again
         for task in self.plan.replication_tasks:
             try:
                 backlogs[task] = self.reader.backlog(task)
@@ -144,6 +155,7 @@ class _Switch:
         return backlogs
 
     def _direct(self) -> dict[str, object]:
+        self.reader.refresh()
         try:
             return dict(self.reader.direct_messages(self.plan.drain))
         except Exception as error:
@@ -225,7 +237,8 @@ class _Switch:
         return ExitCode.OK
 
     def _count_unreplicated(self) -> int | None:
-        """Print (and return) what the source holds that the target does not have."""
+        """Print (and return) what the source holds that the target does not have: the RPO of
+        the switch (the backlog, named, plus what the tasks parked or dead-lettered)."""
         plan = self.plan
         total = 0
         if plan.direction is Direction.FAILBACK:
@@ -235,25 +248,38 @@ class _Switch:
                     return None
                 total += count
             return total
+        self.reader.refresh()
         for task in plan.replication_tasks:
-            try:
-                ids, partitions = self.reader.unreplicated(task)
-            except Exception as error:
+            report = self.reader.task(task)
+            if report.error or report.rpo.messages is None:
+                why = report.error or report.backlog_unknown
                 self.say(
-                    f"{task}: {plan.source} cannot be read ({describe(error)}): what it accepted "
-                    "and did not replicate cannot be counted now; it stays there and is "
-                    "replicated when the namespace returns"
+                    f"{task}: {plan.source} cannot be read ({why}): what it accepted and did not "
+                    "replicate cannot be counted now; it stays there and is replicated when the "
+                    "namespace returns"
                 )
                 return None
-            if partitions:
-                count = sum(partitions.values())
-                detail = ", ".join(f"partition {p}: {n}" for p, n in sorted(partitions.items()))
-                self.say(f"{task}: {count} events not replicated ({detail})")
+            backlog = report.backlog.value if report.backlog is not None else 0
+            if report.partitions is not None:
+                lags = {p.partition: p.lag for p in report.partitions if p.lag}
+                detail = ", ".join(f"partition {p}: {n}" for p, n in sorted(lags.items()))
+                self.say(
+                    f"{task}: {backlog} events not replicated" + (f" ({detail})" if lags else "")
+                )
             else:
-                count = len(ids)
+                ids = report.message_ids
                 shown = ", ".join(ids[:SHOWN_IDS]) + (" ..." if len(ids) > SHOWN_IDS else "")
-                self.say(f"{task}: {count} messages not replicated" + (f": {shown}" if ids else ""))
-            total += count
+                self.say(
+                    f"{task}: {backlog} messages not replicated" + (f": {shown}" if ids else "")
+                )
+            kept = report.rpo.messages - backlog
+            if kept:
+                self.say(
+                    f"{task}: {kept} parked or dead-lettered in {plan.source}, not replicated "
+                    "either (redrive them there when it returns)"
+                )
+            self.say(f"{task}: RPO of this failover: {report.rpo}")
+            total += report.rpo.messages
         return total
 
     def _bind(
@@ -296,7 +322,7 @@ class _Switch:
     def _wait_for_replication(self, timeout: float) -> bool:
         def check() -> tuple[bool, str]:
             backlogs = self._backlogs()
-            done = all(getattr(b, "count", None) == 0 for b in backlogs.values())
+            done = all(isinstance(b, Backlog) and b.count == 0 for b in backlogs.values())
             text = ", ".join(f"{task} {backlog}" for task, backlog in backlogs.items())
             return done, f"replication backlog: {text}"
 
@@ -308,6 +334,7 @@ class _Switch:
             for ref in self.plan.drain
             if self.topology.namespace(ref.namespace).kind is NamespaceKind.EVENTHUBS
         ]
+        self.reader.refresh()
         marks = {ref.entity: self.reader.last_enqueued(ref) for ref in hubs}
 
         def check() -> tuple[bool, str]:

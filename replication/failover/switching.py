@@ -136,9 +136,17 @@ class _Switch:
         plan = self.plan
         if plan.direction is Direction.FAILOVER:
             for task in plan.replication_tasks:
-                first, *rest = task_lines(self.reader.task(task))
-                self.say(first)
-                for line in rest:
+                report = self.reader.task(task)
+                backlog = (
+                    str(report.backlog)
+                    if report.backlog is not None
+                    else f"unknown ({report.error or report.backlog_unknown})"
+                )
+                self.say(
+                    f"replication backlog of {task}: {backlog} "
+                    f"(the RPO of a failover now: {report.rpo})"
+                )
+                for line in task_lines(report):  # what status prints for the task
                     print(f"           {line}", file=self.out, flush=True)
         else:
             for where, count in self._direct().items():

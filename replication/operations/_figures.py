@@ -53,6 +53,7 @@ from replication.topology import (
     Topology,
     heartbeat_lookback,
     heartbeat_paths,
+    materialize,
     requires_session,
 )
 from replication.transport.inspection import Contents, PartitionPosition, SourceInspector
@@ -156,6 +157,12 @@ class FiguresReader:
         self._clock = clock
         self.thresholds = Thresholds.of(topology)
         self._down: dict[str, str] = {}
+        # The queues as deployed: the default parking queues are declared by materialize.
+        self._queues = {
+            namespace.name: {queue.name for queue in namespace.queues}
+            for namespace in materialize(topology).namespaces
+            if namespace.kind is NamespaceKind.SERVICEBUS
+        }
         self._arrived: dict[str, tuple[datetime, dict[str, datetime]]] = {}
 
     def refresh(self) -> None:
@@ -275,10 +282,7 @@ class FiguresReader:
         parking = task.spec.dead_letter_target
         if parking is None:
             return None
-        namespace = self._topology.namespace(parking.namespace)
-        if namespace.kind is not NamespaceKind.SERVICEBUS or parking.entity not in {
-            queue.name for queue in namespace.queues
-        }:
+        if parking.entity not in self._queues.get(parking.namespace, set()):
             return None  # an event hub or a topic cannot be peeked
         source = task.spec.source.describe()
 

@@ -108,7 +108,8 @@ class Rpo:
     def __str__(self) -> str:
         if self.messages is None:
             return "unknown"
-        count = f"{self.messages}{'+' if self.at_least else ''} messages"
+        noun = "message" if self.messages == 1 and not self.at_least else "messages"
+        count = f"{self.messages}{'+' if self.at_least else ''} {noun}"
         if not self.seconds:  # no backlog: parked and dead-lettered ones are counted, not timed
             return count
         bound = "at least " if self.seconds_at_least else ""

@@ -102,7 +102,10 @@ def _figures_line(task: TaskReport) -> str:
         oldest = f"{bound}{task.oldest_age:.1f} s"
     else:
         oldest = "-" if task.backlog is not None and task.backlog.value == 0 else "unknown"
-    beats = ", ".join(f"{b.origin} -> {b.target} {heartbeat_text(b)}" for b in task.heartbeats)
+    beats = ", ".join(
+        f"{b.origin} -> {b.target} {'target unreachable' if b.error else heartbeat_text(b)}"
+        for b in task.heartbeats
+    )
     return (
         f"{task.state.value.upper()}; oldest unreplicated {oldest}; "
         f"heartbeat {beats or 'no path'}; RPO if you failed over now: {task.rpo}"

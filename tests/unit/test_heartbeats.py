@@ -154,6 +154,24 @@ def test_event_hub_namespaces_get_a_heartbeat_hub_of_their_own() -> None:
     assert received.consumer_groups == [HEARTBEAT_READER]
     topic = _topic(topology, "standby", "replication-heartbeat")
     assert {s.name for s in topic.subscriptions} == {HEARTBEAT_READER, HEARTBEAT_STATUS}
+    functions = {
+        str(f.get_function_name()): json.loads(f.get_function_json())
+        for f in build_app(parse_topology(document), environ={}).get_functions()
+    }
+    (reader,) = functions["heartbeat-read-ingest-copy"]["bindings"]
+    assert reader["type"] == "eventHubTrigger"
+    assert (reader["eventHubName"], reader["consumerGroup"]) == (
+        "replication-heartbeat",
+        HEARTBEAT_READER,
+    )
+    (task_trigger, *_) = functions["heartbeat-ingest-to-standby"]["bindings"]
+    assert (task_trigger["eventHubName"], task_trigger["consumerGroup"]) == (
+        "replication-heartbeat",
+        "replication-to-standby",
+    )
+    roles = {(r.namespace, r.entity, r.role) for r in role_assignments(topology)}
+    assert ("contoso-ingest", "replication-heartbeat", "sender") in roles  # the timer
+    assert ("contoso-ingest-neu", "replication-heartbeat", "receiver") in roles  # the reader
 
 
 def test_a_basic_event_hubs_namespace_takes_no_part() -> None:

@@ -92,7 +92,10 @@ def switch(
     )
     try:
         runner = _Switch(plan, topology, store, reader, out, sleep)
-        runner.report_figures()
+        if dry_run or not force:
+            # A forced switch reads only the backlog before it moves the clients, which wait
+            # for it (see _forced); the planned one moves nothing before its figures are out.
+            runner.report_figures()
         if dry_run:
             print("dry run: nothing changed", file=out)
             return ExitCode.OK
@@ -233,6 +236,7 @@ class _Switch:
 
     def _forced(self, lease: BindingLease, document: BindingDocument, record: SwitchRecord) -> int:
         plan = self.plan
+        # Only the backlog before the switch (one read per task): the clients wait for it.
         lost = self._count_unreplicated()
         self._bind(
             lease,
@@ -242,11 +246,13 @@ class _Switch:
             outcome="done",
         )
         self.say(f"publishers and consumers of {plan.client} now bound to {plan.target}; done")
+        if plan.direction is Direction.FAILOVER and lost is not None:
+            self._report_rpo()
         return ExitCode.OK
 
     def _count_unreplicated(self) -> int | None:
-        """Print (and return) what the source holds that the target does not have: the RPO of
-        the switch (the backlog, named, plus what the tasks parked or dead-lettered)."""
+        """Print (and return) what the source holds that the target does not have: each
+        task's backlog, named (the MessageIds, or the events per partition)."""
         plan = self.plan
         total = 0
         if plan.direction is Direction.FAILBACK:
@@ -258,37 +264,51 @@ class _Switch:
             return total
         self.reader.refresh()
         for task in plan.replication_tasks:
-            report = self.reader.task(task)
-            if report.error or report.rpo.messages is None:
-                why = report.error or report.backlog_unknown
+            try:
+                backlog = self.reader.backlog(task)
+                if backlog.count is None:
+                    raise ValueError(backlog.unknown)
+            except Exception as error:
                 self.say(
-                    f"{task}: {plan.source} cannot be read ({why}): what it accepted and did not "
-                    "replicate cannot be counted now; it stays there and is replicated when the "
-                    "namespace returns"
+                    f"{task}: {plan.source} cannot be read ({describe(error)}): what it accepted "
+                    "and did not replicate cannot be counted now; it stays there and is "
+                    "replicated when the namespace returns"
                 )
                 return None
-            backlog = report.backlog.value if report.backlog is not None else 0
-            if report.partitions is not None:
-                lags = {p.partition: p.lag for p in report.partitions if p.lag}
+            if backlog.partitions:
+                lags = {p.partition: p.lag for p in backlog.partitions if p.lag}
                 detail = ", ".join(f"partition {p}: {n}" for p, n in sorted(lags.items()))
                 self.say(
-                    f"{task}: {backlog} events not replicated" + (f" ({detail})" if lags else "")
+                    f"{task}: {backlog.count} events not replicated"
+                    + (f" ({detail})" if lags else "")
                 )
             else:
-                ids = report.message_ids
+                ids = backlog.message_ids
                 shown = ", ".join(ids[:SHOWN_IDS]) + (" ..." if len(ids) > SHOWN_IDS else "")
                 self.say(
-                    f"{task}: {backlog} messages not replicated" + (f": {shown}" if ids else "")
+                    f"{task}: {backlog.count} messages not replicated"
+                    + (f": {shown}" if ids else "")
                 )
-            kept = report.rpo.messages - backlog
+            total += backlog.count
+        return total
+
+    def _report_rpo(self) -> None:
+        """After a forced failover: what else the old namespace holds that the target lacks
+        (parked and dead-lettered messages) and the RPO as ``status`` computes it."""
+        self.reader.refresh()
+        for task in self.plan.replication_tasks:
+            report = self.reader.task(task, heartbeats=False)
+            if report.rpo.messages is None or report.backlog is None:
+                why = report.error or report.backlog_unknown
+                self.say(f"{task}: {self.plan.source} cannot be read now ({why}): RPO unknown")
+                continue
+            kept = report.rpo.messages - report.backlog.value
             if kept:
                 self.say(
-                    f"{task}: {kept} parked or dead-lettered in {plan.source}, not replicated "
-                    "either (redrive them there when it returns)"
+                    f"{task}: {kept} parked or dead-lettered in {self.plan.source}, not "
+                    "replicated either (redrive them there)"
                 )
             self.say(f"{task}: RPO of this failover: {report.rpo}")
-            total += report.rpo.messages
-        return total
 
     def _bind(
         self,

@@ -172,9 +172,10 @@ class FiguresReader:
 
     # -- per task ------------------------------------------------------------------------------
 
-    def task(self, task: ResolvedTask | str) -> TaskReport:
+    def task(self, task: ResolvedTask | str, *, heartbeats: bool = True) -> TaskReport:
         """Every figure of ``task``, its state and its RPO; never raises for a namespace that
-        cannot be read (see :class:`TaskReport`)."""
+        cannot be read (see :class:`TaskReport`). Without ``heartbeats`` the paths are not
+        read (quicker; the state then cannot be "stalled")."""
         resolved = self._resolved(task)
         source = resolved.spec.source
         report = TaskReport(resolved.name, source.describe())
@@ -195,7 +196,7 @@ class FiguresReader:
             report.parked = self._parked(resolved)
         except SourceUnreadableError as error:
             report.error = report.error or str(error)
-        report.heartbeats = self.path_heartbeats(resolved)
+        report.heartbeats = self.path_heartbeats(resolved) if heartbeats else []
         decision = decide(
             Observed(
                 backlog=None if report.backlog is None else report.backlog.value,

@@ -147,6 +147,9 @@ def _task_json(task: TaskReport) -> dict[str, Any]:
         "reasons": list(task.reasons),
         "backlog": _count_json(task.backlog),
         "backlogUnknown": task.backlog_unknown,
+        "unreplicatedMessageIds": (
+            list(task.message_ids) if task.backlog is not None and task.partitions is None else None
+        ),
         "oldestUnreplicatedSeconds": _round(task.oldest_age),
         "oldestUnreplicatedAtLeast": task.oldest_at_least,
         "deadLettered": _count_json(task.dead_letters),

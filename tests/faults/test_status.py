@@ -8,7 +8,10 @@
   replicating (backlog 0, fresh heartbeat, RPO 0), lagging (target namespace killed: the
   backlog builds and its oldest message ages), stalled (the replicator frozen with SIGSTOP: the
   heartbeat ages although both namespaces answer) and failing (a message the replicator
-  parks), each read with ``status --json`` and checked figure by figure.
+  parks), each read with ``status --json`` and checked figure by figure; a Service Bus
+  backlog is checked by MessageId (``unreplicatedMessageIds``: what a failover then would
+  lose). At the end every message published is on the target exactly once, and the poison
+  message is parked, not replicated.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ import re
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.eventhub import EventData, EventHubProducerClient
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.servicebus import ServiceBusMessage
 
 from replication.cli import main
@@ -38,7 +42,14 @@ from replication.runtime import parked_copy
 from replication.transport.eventhubs import STORAGE_SETTING
 from replication.transport.servicebus import to_servicebus_message
 
-from .harness import Cluster, eventually, originals, replicator_process, topology_document
+from .harness import (
+    Cluster,
+    eventually,
+    message_ids,
+    originals,
+    replicator_process,
+    topology_document,
+)
 
 
 def _line(output: str, task: str) -> str:
@@ -158,6 +169,11 @@ def _assert_replicating(task: dict[str, Any], path: tuple[str, str]) -> None:
     assert beat["ageSeconds"] <= 4, beat
     assert task["rpo"] == {"messages": 0, "atLeast": False, "seconds": 0.0, "secondsAtLeast": False}
     assert task["reasons"] == []
+    assert task["unreplicatedMessageIds"] in ([], None)  # None: an event hub (not named)
+
+
+def _ids(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}-{i}" for i in range(count)]
 
 
 def _assert_lagging(task: dict[str, Any], backlog: int, target: str) -> None:
@@ -223,6 +239,7 @@ def test_status_follows_a_service_bus_task_through_every_state(
             code, task = status.task("weu-to-neu")
             assert code == ExitCode.UNAVAILABLE
             _assert_lagging(task, 5, "neu")
+            assert task["unreplicatedMessageIds"] == _ids("b", 5)
             figures["status, Service Bus, target down"] = task["rpo"]
             cluster.nodes["neu"].start()
             _assert_replicating(status.until("weu-to-neu", "replicating"), ("weu", "neu"))
@@ -233,6 +250,7 @@ def test_status_follows_a_service_bus_task_through_every_state(
                 code, task = status.task("weu-to-neu")
                 assert code == ExitCode.OK
                 _assert_stalled(task, 4, ("weu", "neu"))
+                assert task["unreplicatedMessageIds"] == _ids("c", 4)
                 figures["status, Service Bus, replicator stopped"] = task["heartbeats"][0]
             _assert_replicating(status.until("weu-to-neu", "replicating"), ("weu", "neu"))
 
@@ -244,7 +262,11 @@ def test_status_follows_a_service_bus_task_through_every_state(
             cluster.publish("weu", "orders", [poison])
             task = status.until("weu-to-neu", "failing")
             _assert_failing(task, 1)
-        assert cluster.count("neu", "orders", "audit") == 19
+            assert task["unreplicatedMessageIds"] == []
+        # Message by message: nothing lost, nothing twice, the poison parked and not replicated.
+        arrived = message_ids(cluster.drain("neu", "orders", "audit"))
+        assert arrived == Counter(_ids("a", 10) + _ids("b", 5) + _ids("c", 4))
+        assert message_ids(cluster.drain("weu", "replication-parked")) == Counter(["poison"])
 
 
 EVENT_HUBS = {
@@ -321,6 +343,7 @@ def test_status_follows_an_event_hubs_task_through_every_state(
             code, task = status.task("east-to-west")
             assert code == ExitCode.UNAVAILABLE
             _assert_lagging(task, 5, "west")
+            assert task["unreplicatedMessageIds"] is None  # counted per partition, not named
             assert {p["partition"]: p["unreplicated"] for p in task["partitions"]} == {
                 "0": 2,
                 "1": 3,
@@ -342,3 +365,32 @@ def test_status_follows_an_event_hubs_task_through_every_state(
             _publish_events(cluster, "poison", 1, **{REPL_HOPS: "many", REPL_PATH: "x"})
             task = status.until("east-to-west", "failing")
             _assert_failing(task, 1)
+        # Event by event: nothing lost, nothing twice, the poison parked and not replicated.
+        west = cluster.nodes["west"].connection_string
+        arrived = _hub_message_ids(west, "telemetry", ("0", "1"))
+        assert arrived == Counter(_ids("a", 10) + _ids("b", 5) + _ids("c", 4))
+        assert message_ids(cluster.drain("ops", "replication-parked")) == Counter(["poison-0"])
+
+
+def _hub_message_ids(connection: str, hub: str, partitions: tuple[str, ...]) -> Counter[str]:
+    """The MessageIds of every event in the hub's partitions, read from the start with
+    ``$Default`` until a partition stays idle for 2 s (independently of the code under test)."""
+    received: list[EventData] = []
+    for partition in partitions:
+        with EventHubConsumerClient.from_connection_string(
+            connection, consumer_group="$Default", eventhub_name=hub
+        ) as consumer:
+
+            def on_event_batch(_context: Any, events: list[EventData]) -> None:
+                received.extend(events)
+                if not events:
+                    consumer.close()  # idle: the partition is read to its end
+
+            consumer.receive_batch(
+                on_event_batch=on_event_batch,
+                partition_id=partition,
+                starting_position="-1",
+                max_batch_size=100,
+                max_wait_time=2,
+            )
+    return message_ids(received)

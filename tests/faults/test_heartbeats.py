@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from replication.heartbeats import GAUGE_NAME, heartbeat_observations
 from replication.hosts.local import LocalHost
 
-from .harness import Cluster, eventually, topology_document
+from .harness import Cluster, event_hubs_document, eventually, topology_document
 
 
 def test_heartbeat_age_grows_while_the_path_is_down_and_recovers(
@@ -61,33 +60,10 @@ def test_an_event_hubs_path_has_heartbeats_that_age_while_its_target_is_down(
     """Two Event Hubs namespaces: heartbeats cross from ``east``'s heartbeat event hub to
     ``west``'s (never the user's hub ``telemetry``), where the local host's reader records them;
     the age grows while ``west`` is down and recovers after."""
-    document: dict[str, Any] = {
-        "namespaces": [
-            {
-                "name": name, "region": name, "kind": "eventhubs",
-                "fullyQualifiedNamespace": f"{name}.servicebus.windows.net",
-                "connection": f"EH_{name.upper()}",
-                "eventHubs": [{"name": "telemetry", "partitionCount": 1}],
-            }
-            for name in ("east", "west")
-        ] + [
-            {
-                "name": "ops", "region": "east", "kind": "servicebus",
-                "fullyQualifiedNamespace": "ops.servicebus.windows.net", "connection": "SB_OPS",
-                "queues": [{"name": "replication-parked"}],
-            }
-        ],
-        "tasks": [
-            {
-                "name": "east-to-west", "pattern": "all_active",
-                "source": {"namespace": "east", "entity": "telemetry", "consumerGroup": "copy"},
-                "targets": [{"namespace": "west", "entity": "telemetry"}],
-                "deadLetterTarget": {"namespace": "ops", "entity": "replication-parked"},
-                "retry": {"minBackoff": "PT0.2S", "maxBackoff": "PT1S"},
-            }
-        ],
+    document = {
+        **event_hubs_document(partitions=1, consumer_group="copy"),
         "heartbeats": {"enabled": True, "interval": "PT1S"},
-    }  # fmt: skip
+    }
     with (
         Cluster(document, tmp_path) as cluster,
         LocalHost(cluster.topology, cluster.environ) as host,

@@ -44,6 +44,7 @@ from replication.transport.servicebus import to_servicebus_message
 
 from .harness import (
     Cluster,
+    event_hubs_document,
     eventually,
     message_ids,
     originals,
@@ -270,33 +271,10 @@ def test_status_follows_a_service_bus_task_through_every_state(
 
 
 EVENT_HUBS = {
-    "namespaces": [
-        {
-            "name": name, "region": name, "kind": "eventhubs",
-            "fullyQualifiedNamespace": f"{name}.servicebus.windows.net",
-            "connection": f"EH_{name.upper()}",
-            "eventHubs": [{"name": "telemetry", "partitionCount": 2}],
-        }
-        for name in ("east", "west")
-    ] + [
-        {
-            "name": "ops", "region": "east", "kind": "servicebus",
-            "fullyQualifiedNamespace": "ops.servicebus.windows.net", "connection": "SB_OPS",
-            "queues": [{"name": "replication-parked"}],
-        }
-    ],
-    "tasks": [
-        {
-            "name": "east-to-west", "pattern": "all_active",
-            "source": {"namespace": "east", "entity": "telemetry", "consumerGroup": "replication"},
-            "targets": [{"namespace": "west", "entity": "telemetry"}],
-            "deadLetterTarget": {"namespace": "ops", "entity": "replication-parked"},
-            "retry": {"minBackoff": "PT0.2S", "maxBackoff": "PT1S"},
-        }
-    ],
+    **event_hubs_document(partitions=2, consumer_group="replication"),
     "heartbeats": HEARTBEATS,
     "monitoring": MONITORING,
-}  # fmt: skip
+}
 
 
 def _publish_events(cluster: Cluster, prefix: str, count: int, **properties: Any) -> None:

@@ -33,6 +33,7 @@ from replication.topology import HEARTBEAT_READER, HEARTBEAT_STATUS_GROUP, Names
 from replication.transport.connections import event_hub_client
 
 from .._common import body_bytes
+from ._receiving import receive_until_stopped
 from ._reread import EventReader
 
 RECEIVE_WAIT_SECONDS = 1.0
@@ -59,7 +60,6 @@ def run_heartbeat_reader(
     consumer = event_hub_client(
         EventHubConsumerClient, namespace, entity, settings, consumer_group=HEARTBEAT_READER
     )
-    failure: list[BaseException] = []
 
     def on_event(_context: PartitionContext, event: EventData | None) -> None:
         if event is None:
@@ -67,30 +67,17 @@ def run_heartbeat_reader(
             return
         status.record(int(book.receive(_body(event), namespace.name)))
 
-    def on_error(_context: PartitionContext | None, error: Exception) -> None:
-        failure.append(error)
-
-    worker = threading.Thread(
-        target=consumer.receive,
-        kwargs={
+    receive_until_stopped(
+        consumer,
+        consumer.receive,
+        {
             "on_event": on_event,
-            "on_error": on_error,
             "max_wait_time": RECEIVE_WAIT_SECONDS,
             "starting_position": datetime.now(UTC) - lookback,
         },
-        name=f"heartbeat-events-{namespace.name}",
-        daemon=True,
+        stop,
+        what=f"heartbeat-events-{namespace.name}",
     )
-    worker.start()
-    try:
-        while not stop.wait(1):
-            if failure:
-                raise failure.pop()
-            if not worker.is_alive():
-                raise ConnectionError(f"{namespace.name}: the heartbeat consumer stopped")
-    finally:
-        consumer.close()
-        worker.join(timeout=10)
 
 
 def read_latest_heartbeats(

@@ -11,6 +11,8 @@
 - ``_heartbeats``: the heartbeat reader of a receiving Event Hubs namespace
   (:func:`run_heartbeat_reader`) and ``status``'s read of its newest heartbeats
   (:func:`read_latest_heartbeats`);
+- ``_receiving``: the SDK's blocking receive run until a stop, its errors raised for
+  :func:`~replication.runtime.supervise` (what ``_loops`` and ``_heartbeats`` share);
 - ``_checkpoints``: :func:`checkpoint_store`, the blob checkpoint store of local runs, in the
   storage account ``AzureWebJobsStorage`` names.
 """

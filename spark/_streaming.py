@@ -50,6 +50,11 @@ STATE_STORE_SETTINGS = {
 """Spark's RocksDB state store with changelog checkpointing (both names as in Spark 4's
 ``SQLConf`` / ``RocksDBConf`` and its Structured Streaming guide)."""
 
+PROGRESS_RETENTION = 100_000
+"""Micro-batch progress reports the query keeps (``spark.sql.streaming.numRecentProgressUpdates``,
+100 by default): the rows dropped by the watermark are summed over all of them, and a capture
+folder read one file per micro-batch easily makes more than 100."""
+
 ORIGIN_ENQUEUED = "origin_enqueued_time_utc"
 """The event time the stream is watermarked on: the origin's enqueue time of each copy."""
 
@@ -144,6 +149,7 @@ def deduplicate_stream(
     """
     for key, value in STATE_STORE_SETTINGS.items():
         spark.conf.set(key, value)
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(PROGRESS_RETENTION))
     streams = [_stream_region(spark, region, path, fmt) for region, path in inputs.items()]
     union = streams[0]
     for stream in streams[1:]:
@@ -166,6 +172,13 @@ def deduplicate_stream(
     dropped = 0
     state_rows = 0
     progress = query.recentProgress
+    if len(progress) >= PROGRESS_RETENTION:
+        logger.warning(
+            "streaming: more than %d micro-batches; rows dropped by the watermark are counted "
+            "over the last %d only",
+            PROGRESS_RETENTION,
+            PROGRESS_RETENTION,
+        )
     for item in progress:
         for operator in item.stateOperators:
             dropped += operator.numRowsDroppedByWatermark

@@ -196,7 +196,7 @@ def test_the_event_time_is_the_origins_enqueue_time_whoever_stamped_it(spark: An
     unscheduled ``ScheduledEnqueueTime`` of year 1), the documentation's spelling, two hops."""
     from spark._streaming import origin_enqueued_time
 
-    own = "2024-05-01 15:00:00"
+    own = T0 + 3 * HOUR
     origin = Envelope(message_id="x", enqueued_time_utc=T0, sequence_number=1)
     first = replicate(origin, "weu", "neu", T0 + HOUR, 2)
     second = replicate(first, "neu", "eus", T0 + 2 * HOUR, 3)
@@ -212,14 +212,24 @@ def test_the_event_time_is_the_origins_enqueue_time_whoever_stamped_it(spark: An
     }
     rows = [(name, own, properties) for name, (properties, _) in cases.items()]
     frame = spark.createDataFrame(
-        rows, "case string, enqueued_time_utc string, properties map<string,string>"
-    ).selectExpr("case", "cast(enqueued_time_utc as timestamp) as enqueued_time_utc", "properties")
+        rows, "case string, enqueued_time_utc timestamp, properties map<string,string>"
+    )
     found = {
         row["case"]: row["t"].replace(tzinfo=UTC)
         for row in frame.select("case", origin_enqueued_time().alias("t")).collect()
     }
-    expected = {
-        name: (value if isinstance(value, datetime) else datetime.fromisoformat(value + "+00:00"))
-        for name, (_, value) in cases.items()
-    }
-    assert found == expected
+    assert found == {name: expected for name, (_, expected) in cases.items()}
+
+
+def test_a_bad_topology_is_a_clear_error_before_spark_starts(tmp_path: Path, caplog: Any) -> None:
+    broken = tmp_path / "topology.json"
+    broken.write_text(json.dumps({"namespaces": [], "tasks": []}))
+    inputs = ["--input", f"weu={tmp_path}", "--output", str(tmp_path / "out")]
+    assert main([*inputs, "--streaming", "--topology", str(broken)]) == 2
+    assert str(broken) in caplog.text
+    assert "namespaces" in caplog.text
+    assert main([*inputs, "--streaming", "--topology", str(tmp_path / "absent.json")]) == 2
+    assert "absent.json" in caplog.text
+    with pytest.raises(SystemExit) as refused:
+        main([*inputs, "--topology", str(broken)])
+    assert refused.value.code == 2

@@ -32,7 +32,13 @@ from datetime import UTC, datetime, timedelta
 from replication.envelope import Envelope
 from replication.planning import DeadLetter, Forward, Skip
 from replication.rules import CorrelationFilterSpec, RuleSpec
-from replication.sql import SqlEvaluationError, SqlFilter, SqlRuleAction
+from replication.sql import (
+    CORRELATION_FIELDS,
+    CorrelationFilter,
+    SqlEvaluationError,
+    SqlFilter,
+    SqlRuleAction,
+)
 from replication.topology import (
     DEFAULT_CONSUMER_GROUP,
     EntityRef,
@@ -90,30 +96,10 @@ class _Rule:
 
 
 def _correlation_matcher(spec: CorrelationFilterSpec) -> Matcher:
-    """Every field the filter gives must equal the message's (Service Bus correlation filters)."""
     fields = {
-        name: value
-        for name in (
-            "correlation_id",
-            "message_id",
-            "to",
-            "reply_to",
-            "subject",
-            "session_id",
-            "reply_to_session_id",
-            "content_type",
-        )
-        if (value := getattr(spec, name)) is not None
+        name: value for name in CORRELATION_FIELDS if (value := getattr(spec, name)) is not None
     }
-    properties = dict(spec.properties)
-
-    def matches(envelope: Envelope) -> bool:
-        if any(getattr(envelope, name) != value for name, value in fields.items()):
-            return False
-        found = envelope.application_properties
-        return all(found.get(name) == value for name, value in properties.items())
-
-    return matches
+    return CorrelationFilter(fields, dict(spec.properties)).matches
 
 
 def _compile(rule: RuleSpec) -> _Rule:

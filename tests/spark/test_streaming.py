@@ -18,7 +18,12 @@ from typing import Any
 import pytest
 
 from replication.envelope import Envelope
-from replication.properties import REPL_ENQUEUE_TIME_DOCS_SPELLING, REPL_ENQUEUED_TIME, stamp
+from replication.properties import (
+    REPL_ENQUEUE_TIME_DOCS_SPELLING,
+    REPL_ENQUEUED_TIME,
+    REPL_ORIGIN_MESSAGE_ID,
+    stamp,
+)
 from spark.dedup_audit import main
 
 pytestmark = pytest.mark.spark
@@ -36,6 +41,8 @@ STRAGGLER_REDRIVEN = T0 + 6 * HOUR + timedelta(minutes=10)
 parking queue: later than the 2-hour watermark, and after the stream has moved on by more than
 twice that, so that a watermark on the copies' own enqueue time would have forgotten the message
 and emitted this copy again."""
+RENAMED = "neu-1-20"
+"""Its backlog copy in weu has a MessageId of its own and ``repl-origin-message-id``."""
 
 TOPOLOGY = {
     "namespaces": [
@@ -125,7 +132,11 @@ def outage_captures() -> dict[str, Capture]:
     for index, (region, message) in enumerate(sorted(backlog, key=_published)):
         other = "neu" if region == "weu" else "weu"
         at = PARTITION[1] + timedelta(milliseconds=100 * index)
-        captures[other].add(replicate(message, region, other, at, 10_000 + index))
+        replica = replicate(message, region, other, at, 10_000 + index)
+        if message.message_id == RENAMED:  # a user transform gave the replica its own id
+            replica = replica.replace(message_id=f"order-{RENAMED}")
+            replica = replica.with_properties({REPL_ORIGIN_MESSAGE_ID: RENAMED})
+        captures[other].add(replica)
     original = next(m for m in captures["weu"].hours[0] if m["message_id"] == STRAGGLER)
     redriven = Envelope(
         message_id=STRAGGLER,

@@ -19,6 +19,7 @@ import argparse
 import json
 import logging
 import re
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -291,9 +292,14 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.CONFIGURATION
     if args.streaming:
         stream_output = str(output / "stream_unique")
+        checkpoint = output / "stream_checkpoint"
+        # Each audit streams its inputs from the start: a checkpoint left by an earlier run
+        # would resume after the files that run read, and report on its output instead.
+        for stale in (Path(stream_output), checkpoint):
+            shutil.rmtree(stale, ignore_errors=True)
         stats = deduplicate_stream(
             spark, args.inputs, args.format, args.stream_watermark.spark_interval,
-            stream_output, str(output / "stream_checkpoint"),
+            stream_output, str(checkpoint),
         )  # fmt: skip
         streamed = spark.read.parquet(stream_output)
         extra = streamed.count() - streamed.select(MESSAGE_ID).distinct().count()

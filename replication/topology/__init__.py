@@ -44,7 +44,12 @@ from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse
 from ._materialize import materialize
 from ._monitoring import ALERT_WINDOWS, MonitoringSpec
 from ._names import bounded, slug
-from ._outage import attempt_budget, required_delivery_count, tolerated_outage
+from ._outage import (
+    attempt_budget,
+    longest_outage_tolerance,
+    required_delivery_count,
+    tolerated_outage,
+)
 from ._sessions import carries_session_ids, requires_session
 from ._specs import (
     DEFAULT_CONSUMER_GROUP,
@@ -97,6 +102,7 @@ __all__ = [
     "json_path",
     "lane_keys",
     "load_topology",
+    "longest_outage_tolerance",
     "materialize",
     "parse_topology",
     "required_delivery_count",

@@ -119,6 +119,7 @@ def test_the_dry_run_and_status_read_the_same_figures(
         assert task["state"] == "replicating"  # three young messages: within lagThreshold
         assert task["backlog"] == {"count": 3, "atLeast": False}
         assert task["rpo"]["messages"] == 3
+        assert task["unreplicatedMessageIds"] == [f"unreplicated-{i}" for i in range(3)]
         assert 0 <= task["oldestUnreplicatedSeconds"] < 60
         code, text = run_switch(
             topology,

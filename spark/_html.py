@@ -96,6 +96,11 @@ def _figure(path: str, text: str) -> str:
     return f'<span data-key="{html.escape(path)}">{html.escape(text)}</span>'
 
 
+def _row(label: str, cells: list[str]) -> str:
+    """A table row: ``label`` (escaped here) and cells of HTML."""
+    return f"<tr><td>{html.escape(label)}</td>{''.join(f'<td>{c}</td>' for c in cells)}</tr>"
+
+
 def _utc(microseconds: int) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=microseconds)
 
@@ -241,13 +246,16 @@ def _lag_matrix(report: dict[str, Any]) -> str:
     )
     legend += f'<span class="swatch" style="background:{SKEW_COLOUR}"></span>p50 below 0 (skew)'
     details = "".join(
-        f"<tr><td>{html.escape(pair.replace('->', ' → '))}</td>"
-        f"<td>{_figure(f'lag_seconds.{pair}.count', count(s['count']))}</td>"
-        + "".join(
-            f"<td>{_figure(f'lag_seconds.{pair}.{q}', duration(s[q]))}</td>"
-            for q in ("p50", "p95", "p99", "max")
+        _row(
+            pair.replace("->", " → "),
+            [
+                _figure(f"lag_seconds.{pair}.count", count(s["count"])),
+                *(
+                    _figure(f"lag_seconds.{pair}.{q}", duration(s[q]))
+                    for q in ("p50", "p95", "p99", "max")
+                ),
+            ],
         )
-        + "</tr>"
         for pair, s in lags.items()
     )
     return (
@@ -356,12 +364,13 @@ WIDTH, HEIGHT, PAD = 760, 240, 44
 def _regions(report: dict[str, Any]) -> str:
     regions = report["regions"]
     rows = "".join(
-        f"<tr><td>{html.escape(name)}</td>"
-        + "".join(
-            f"<td>{_figure(f'regions.{name}.{key}', count(r[key]))}</td>"
-            for key in ("records", "unique_messages", "in_region_duplicates", "missing")
+        _row(
+            name,
+            [
+                _figure(f"regions.{name}.{key}", count(r[key]))
+                for key in ("records", "unique_messages", "in_region_duplicates", "missing")
+            ],
         )
-        + "</tr>"
         for name, r in regions.items()
     )
     table = (

@@ -669,6 +669,7 @@ def profiled(command: list[str], output: Path) -> list[str]:
         "--rate",
         "200",
         "--nonblocking",
+        "--full-filenames",
         "--output",
         str(output),
         "--",
@@ -724,31 +725,33 @@ def _function(frame: str) -> str:
 
 
 def _module(file: str) -> str:
-    for marker in ("site-packages/", "/lib/python3"):
-        if marker in file:
-            file = file.split(marker, 1)[1]
-            if marker == "/lib/python3":
-                file = "stdlib:" + file.split("/", 1)[-1]
-            break
+    """The dotted module of a source file (standard library modules prefixed ``stdlib:``)."""
+    if "site-packages/" in file:
+        file = file.split("site-packages/", 1)[1]
+    elif "/lib/python3" in file:
+        file = "stdlib:" + file.split("/lib/python3", 1)[1].split("/", 1)[-1]
+    elif file.startswith("<frozen "):
+        file = "stdlib:" + file.removeprefix("<frozen ").rstrip(">")
     else:
-        for checkout in (str(ROOT) + "/",):
-            file = file.removeprefix(checkout)
+        file = file.removeprefix(str(ROOT) + "/")
     return file.removesuffix(".py").replace("/", ".")
 
 
 AREAS = (
-    ("azure.servicebus._pyamqp", "the SDKs' AMQP stack (azure/*/_pyamqp)"),
-    ("azure.eventhub._pyamqp", "the SDKs' AMQP stack (azure/*/_pyamqp)"),
+    ("azure.servicebus._pyamqp", "the SDKs' AMQP stacks (azure/*/_pyamqp)"),
+    ("azure.eventhub._pyamqp", "the SDKs' AMQP stacks (azure/*/_pyamqp)"),
     ("azure.servicebus", "azure-servicebus outside its AMQP stack"),
     ("azure.eventhub", "azure-eventhub outside its AMQP stack"),
     ("opentelemetry", "OpenTelemetry"),
     ("replication.telemetry", "replication.telemetry"),
     ("replication.runtime", "replication.runtime"),
     ("replication.transport", "replication.transport"),
-    ("replication", "replication (other)"),
+    ("replication", "replication (other packages)"),
     ("patterns", "patterns"),
+    ("stdlib:importlib", "imports (importlib)"),
     ("stdlib:logging", "logging"),
     ("stdlib:threading", "threading"),
+    ("stdlib:", "standard library (other)"),
 )
 
 
@@ -762,8 +765,11 @@ def _area(function: str) -> str:
 
 def run_profiles(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> None:
     """One run of the bare loop and of the local host per kind (and of the local host with the
-    OTLP exporter for Service Bus) under py-spy; prints where each spends its CPU."""
+    OTLP exporter for Service Bus) under py-spy; prints where each spends its CPU and keeps
+    the raw stacks (``--profile-dir``, e.g. for flamegraph.pl)."""
     topologies = write_topologies(workdir)
+    keep = args.profile_dir or workdir
+    keep.mkdir(parents=True, exist_ok=True)
     with otlp_sink() as endpoint:
         for kind in kinds:
             variants = [
@@ -781,7 +787,7 @@ def run_profiles(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) 
                     )
                 )
             for variant in variants:
-                output = workdir / f"{kind}-{variant.label.replace(' ', '-')}.txt"
+                output = keep / f"{kind}-{variant.label.replace(' ', '-').replace(',', '')}.txt"
                 one_run(variant, topologies[kind], args.messages, profile=output)
                 found = cost_centres(output, args.top)
                 print(
@@ -934,6 +940,7 @@ def main() -> None:
         help="instead of timing: one run of each variant under py-spy, and its cost centres",
     )
     parser.add_argument("--top", type=int, default=12, help="rows per profile table")
+    parser.add_argument("--profile-dir", type=Path, help="where --profile keeps py-spy's stacks")
     parser.add_argument("--bare-loop", choices=("servicebus", "eventhubs"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_loop == "servicebus":

@@ -16,6 +16,7 @@ The converters to and from the Azure SDK and Functions types live in
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -98,7 +99,14 @@ class Envelope:
             merged.pop(key, None)
         if updates:
             merged.update(updates)
-        return dataclasses.replace(self, application_properties=MappingProxyType(merged))
+        # Every replica is made here (the replication properties, the trace context), so the
+        # copy skips what dataclasses.replace does generically: re-reading the field list and
+        # running __init__ and __post_init__ again, which cost twice a plain field copy.
+        copy = _new_envelope(Envelope)
+        for name, value in zip(_FIELD_NAMES, _field_values(self), strict=True):
+            _set_field(copy, name, value)
+        _set_field(copy, "application_properties", MappingProxyType(merged))
+        return copy
 
     def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
         # MappingProxyType cannot be pickled; rebuild from a plain dict (multiprocessing, Spark,
@@ -122,6 +130,12 @@ class Envelope:
 
 def _envelope_from_fields(fields: dict[str, Any]) -> Envelope:
     return Envelope(**fields)
+
+
+_FIELD_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(Envelope))
+_field_values = operator.attrgetter(*_FIELD_NAMES)
+_new_envelope = object.__new__
+_set_field = object.__setattr__  # the frozen class's own __setattr__ refuses every write
 
 
 MESSAGE_FIELDS: tuple[str, ...] = (

@@ -43,6 +43,11 @@ INT64 = range(-(2**63), 2**63)
 UINT64 = range(0, 2**64)
 
 _SIMPLE = (str, bool, int, float, uuid.UUID, datetime, Decimal, bytes)
+_PLAIN = frozenset({str, bool, int, float, type(None)})
+"""Received value types that :func:`decode_properties` keeps unchanged (exact types only)."""
+_AS_IS = frozenset({str, bool, float, type(None)})
+"""Value types :func:`sdk_properties` passes through unchanged (exact types only; every int
+needs its range checked)."""
 
 
 class UnsupportedPropertyError(MessageRejectedError):
@@ -94,8 +99,10 @@ def decode_properties(properties: Mapping[Any, Any] | None) -> dict[str, Any]:
         return {}
     decoded: dict[str, Any] = {}
     for key, value in properties.items():
-        name = _key(key)
-        decoded[name] = _value(name, value)
+        # Text keys and text, numbers, booleans and nulls are what _key and _value would
+        # return anyway (the common case): skip their checks.
+        name = key if type(key) is str else _key(key)
+        decoded[name] = value if type(value) in _PLAIN else _value(name, value)
     return decoded
 
 
@@ -147,7 +154,11 @@ def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
     Raises:
         UnsupportedPropertyError: a value no AMQP simple type can carry (see the module docstring).
     """
-    typed = {key: _typed(key, value) for key, value in properties.items()}
+    # Text, floats, booleans and nulls are sent as they are (the common case: no checks).
+    typed = {
+        key: value if type(value) in _AS_IS else _typed(key, value)
+        for key, value in properties.items()
+    }
     return cast("dict[str | bytes, Any]", typed)
 
 

@@ -18,6 +18,7 @@ so that the caller can dead-letter that one message.
 from __future__ import annotations
 
 import uuid
+from types import MappingProxyType
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
@@ -50,7 +51,8 @@ def envelope_from_received(
         partition_key=text(message.partition_key, "PartitionKey"),
         time_to_live=message.time_to_live,
         scheduled_enqueue_time_utc=message.scheduled_enqueue_time_utc,
-        application_properties=decode_properties(message.application_properties),
+        # A new dict nobody else holds: the envelope need not copy it.
+        application_properties=MappingProxyType(decode_properties(message.application_properties)),
         enqueued_time_utc=message.enqueued_time_utc,
         sequence_number=message.sequence_number,
         delivery_count=message.delivery_count,

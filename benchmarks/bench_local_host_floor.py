@@ -964,7 +964,10 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12, help="rows per profile table")
     parser.add_argument("--profile-dir", type=Path, help="where --profile keeps py-spy's stacks")
     parser.add_argument("--bare-loop", choices=("servicebus", "eventhubs"), help=argparse.SUPPRESS)
+    parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.library is not None:  # the Functions figures of another checkout (--base)
+        sys.path.insert(0, str(args.library.resolve()))
     if args.bare_loop == "servicebus":
         bare_servicebus(os.environ)
         return
@@ -980,6 +983,12 @@ def main() -> None:
                 return
             run_hosts(args, kinds, Path(workdir))
     if "functions" in chosen:
+        if args.base is not None:
+            # The base checkout's library in a process of its own (one library per process).
+            print(f"\nthe base checkout ({args.base}):", flush=True)
+            command = [sys.executable, __file__, "--only", "functions", "--library", args.base]
+            subprocess.run([*command, "--rounds", str(args.rounds)], check=True)
+            print("\nthis checkout:")
         with tempfile.TemporaryDirectory() as workdir:
             run_functions(max(args.rounds, 15), 20, Path(workdir))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
@@ -103,9 +103,9 @@ class Envelope:
         # copy skips what dataclasses.replace does generically: re-reading the field list and
         # running __init__ and __post_init__ again, which cost twice a plain field copy.
         copy = _new_envelope(Envelope)
-        for name, value in zip(_FIELD_NAMES, _field_values(self), strict=True):
-            _set_field(copy, name, value)
-        _set_field(copy, "application_properties", MappingProxyType(merged))
+        for set_field, value in zip(_FIELD_SETTERS, _field_values(self), strict=True):
+            set_field(copy, value)
+        _set_properties(copy, MappingProxyType(merged))
         return copy
 
     def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
@@ -135,7 +135,12 @@ def _envelope_from_fields(fields: dict[str, Any]) -> Envelope:
 _FIELD_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(Envelope))
 _field_values = operator.attrgetter(*_FIELD_NAMES)
 _new_envelope = object.__new__
-_set_field = object.__setattr__  # the frozen class's own __setattr__ refuses every write
+# The slots' own setters: the frozen class's __setattr__ refuses every write, and calling the
+# slot descriptor directly skips the attribute lookup object.__setattr__ does.
+_FIELD_SETTERS: tuple[Callable[[Envelope, Any], None], ...] = tuple(
+    vars(Envelope)[name].__set__ for name in _FIELD_NAMES
+)
+_set_properties = vars(Envelope)["application_properties"].__set__
 
 
 MESSAGE_FIELDS: tuple[str, ...] = (

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's two entry points, for a fresh Debian/Ubuntu machine with Python 3.11+:
 #
-#   ./dev.sh demo    set everything up, then run the local demo (emulator, replication, audit)
+#   ./dev.sh demo    set everything up, then run the showcase: every pattern on the local
+#                    emulator, counted, the mesh audited with Spark (arguments go to
+#                    `python -m replication demo`, e.g. --only mesh, or --topology FILE)
 #   ./dev.sh test    set everything up, then run linters, type checks and the whole test suite
 #   ./dev.sh bench   set everything up, then run the benchmarks (prints their figures)
 #   ./dev.sh infra   set up, then run only the infrastructure checks (tests/infra)
@@ -154,9 +156,8 @@ run_infra() {
 run_demo() {
     ensure_venv
     ensure_java
-    log "demo: three-region all-active mesh through the local emulator, audited with Spark"
-    "$VENV/bin/python" -m replication demo --topology examples/three-region-mesh.json \
-        --output demo-output "$@"
+    log "demo: every replication pattern through the local emulator, the mesh audited with Spark"
+    "$VENV/bin/python" -m replication demo --output demo-output "$@"
 }
 
 run_tests() {

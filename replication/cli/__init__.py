@@ -52,7 +52,8 @@ COMMANDS: dict[str, Command] = {
     ),
     "render": Command("generate configuration from the topology", "replication.cli.render"),
     "demo": Command(
-        "replicate through the local emulator, then audit the result with Spark",
+        "every pattern on the local emulator, counted from what the brokers hold (or one "
+        "--topology), the mesh audited with Spark",
         "replication.cli.demo",
     ),
 }

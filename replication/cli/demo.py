@@ -1,5 +1,14 @@
 """``python -m replication demo``: the whole product on one machine, without Docker or Azure.
 
+Without ``--topology`` it runs the **showcase** (:mod:`replication.showcase`): every pattern,
+one scenario each on the local emulator (an all-active mesh audited with Spark, active-passive
+with a TTL on the replica, spillover from a failing consumer, a latency-optimizing hub,
+validation with rejects, an Event Hubs stream into a queue, routing, consolidation, a
+session-ordered pair and an outage), then one table of figures counted from what the emulator
+holds. ``--only NAME`` runs one scenario.
+
+With ``--topology FILE`` it runs that one topology:
+
 1. start the local AMQP emulator with the topology's namespaces, one port per region, as its own
    process (``python -m emulator --topology``, see :mod:`replication.hosts.local`);
 2. run every task with the local host (real SDK receivers and senders, as in Azure);
@@ -9,7 +18,7 @@
    received as JSON lines, the input format of the Spark audit;
 5. run the Spark duplicate audit over the regions and print its verdict.
 
-It exits non-zero when the audit finds a lost message or a loop, so it doubles as a smoke test.
+Either way it exits non-zero when a message is lost or loops, so it doubles as a smoke test.
 Needs the development requirements (the emulator and PySpark), which ``./dev.sh demo`` installs.
 """
 
@@ -18,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +34,18 @@ from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost, emulator_process
-from replication.properties import format_timestamp
+from replication.showcase import (
+    SCENARIOS,
+    audit_command,
+    healthy,
+    read_report,
+    run_showcase,
+    verdict_lines,
+    write_capture,
+)
 from replication.topology import NamespaceKind, Topology, load_topology
-from replication.transport.receivers import drain_servicebus
+from replication.transport.consumers import drain_servicebus
 from replication.transport.senders import SenderFactory
-
-from ._options import add_topology_option
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,16 +89,6 @@ def _consumer_subscriptions(topology: Topology) -> list[tuple[str, str, str]]:
     ]
 
 
-def _capture_record(envelope: Envelope) -> dict[str, Any]:
-    enqueued = envelope.enqueued_time_utc
-    return {
-        "message_id": envelope.message_id,
-        "enqueued_time_utc": format_timestamp(enqueued) if enqueued else None,
-        "sequence_number": envelope.sequence_number,
-        "properties": {k: str(v) for k, v in envelope.application_properties.items()},
-    }
-
-
 def _capture(topology: Topology, settings: dict[str, str], output: Path) -> dict[str, Path]:
     folders: dict[str, Path] = {}
     for namespace, topic, subscription in _consumer_subscriptions(topology):
@@ -92,32 +96,16 @@ def _capture(topology: Topology, settings: dict[str, str], output: Path) -> dict
             topology.namespace(namespace), topic, subscription, environ=settings
         )
         folder = folders.setdefault(namespace, output / "capture" / namespace)
-        folder.mkdir(parents=True, exist_ok=True)
-        lines = [json.dumps(_capture_record(envelope)) for envelope in received]
-        (folder / f"{topic}-{subscription}.json").write_text("\n".join(lines) + "\n")
+        write_capture(folder, f"{topic}-{subscription}", received)
         print(f"captured  {len(received):>5} messages from {namespace}/{topic}/{subscription}")
     return folders
 
 
 def _audit(topology: Topology, folders: dict[str, Path], output: Path) -> dict[str, Any]:
-    expectations = sorted(
-        {
-            f"{task.source.namespace}:{target.namespace}"
-            for task in topology.tasks
-            for target in task.targets
-            if target.namespace in folders and task.source.namespace in folders
-        }
-    )
-    command = [sys.executable, "-m", "spark.dedup_audit", "--format", "json"]
-    for region, folder in folders.items():
-        command += ["--input", f"{region}={folder}"]
-    for pair in expectations:
-        command += ["--expect", pair]
-    command += ["--watermark", "30 seconds", "--output", str(output / "audit")]
+    command = audit_command(topology, folders, output)
     print("running   " + " ".join(command[1:]))
     subprocess.run(command, cwd=ROOT, check=True)
-    report: dict[str, Any] = json.loads((output / "audit" / "report.json").read_text())
-    return report
+    return read_report(output)
 
 
 def _print_verdict(report: dict[str, Any], published: int, output: Path) -> int:
@@ -125,21 +113,15 @@ def _print_verdict(report: dict[str, Any], published: int, output: Path) -> int:
         f"\npublished {published} originals; the regions hold {report['total_records']} copies "
         f"of {report['unique_messages']} messages"
     )
-    for region, figures in report["regions"].items():
-        print(
-            f"  {region:<6} {figures['records']:>6} records, "
-            f"{figures['in_region_duplicates']} duplicates, {figures['missing']} missing"
-        )
-    for pair, lag in sorted(report["lag_seconds"].items()):
-        print(f"  lag {pair:<12} p50 {lag['p50']:.3f} s   p95 {lag['p95']:.3f} s")
-    print(f"  loops {report['loops']}, missing {report['missing_total']}")
+    for line in verdict_lines(report):
+        print(line)
     print(f"\nreport: {output / 'audit' / 'report.json'} and report.html beside it")
-    healthy = report["missing_total"] == 0 and report["loops"] == 0
-    print("verdict: every message replicated once, no loops" if healthy else "verdict: FAILED")
-    return ExitCode.OK if healthy else ExitCode.FINDINGS
+    ok = healthy(report)
+    print("verdict: every message replicated once, no loops" if ok else "verdict: FAILED")
+    return ExitCode.OK if ok else ExitCode.FINDINGS
 
 
-def run(args: argparse.Namespace) -> int:
+def _run_topology(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     output = Path(args.output)
     with emulator_process(args.topology) as settings, LocalHost(topology, settings) as host:
@@ -153,8 +135,39 @@ def run(args: argparse.Namespace) -> int:
     return _print_verdict(_audit(topology, folders, output), published, output)
 
 
+def run(args: argparse.Namespace) -> int:
+    if args.topology is not None:
+        return _run_topology(args)
+    return run_showcase(
+        only=args.only,
+        output=Path(args.output),
+        parallel=args.parallel or len(SCENARIOS),
+        verbose=args.verbose,
+    )
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_topology_option(parser)
-    parser.add_argument("--messages", type=int, default=200, help="originals per source entity")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--topology",
+        metavar="FILE",
+        help="run this one topology instead of the showcase (publish, replicate, Spark audit)",
+    )
+    chosen.add_argument(
+        "--only",
+        metavar="NAME",
+        help="run one scenario of the showcase: " + ", ".join(s.name for s in SCENARIOS),
+    )
     parser.add_argument("--output", default="demo-output", help="capture and report folder")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for quiet")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        metavar="N",
+        help="showcase scenarios run side by side (default: all of them)",
+    )
+    parser.add_argument(
+        "--messages", type=int, default=200, help="with --topology: originals per source entity"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=300, help="with --topology: seconds to wait for quiet"
+    )

@@ -12,6 +12,7 @@ tolerance (often more) are capped at 10 (:data:`OFFICIAL_MAX_DELIVERY_COUNT`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from replication.rules import RuleSpec
@@ -134,14 +135,20 @@ def eventhubs_namespace(namespace: NamespaceSpec, name: str | None = None) -> di
 
 def emulator_config(topology: Topology) -> dict[str, Any]:
     """All namespaces of the (materialized) topology in one document for our emulator."""
-    materialized = materialize(topology)
-    servicebus = [n for n in materialized.namespaces if n.kind is NamespaceKind.SERVICEBUS]
-    eventhubs = [n for n in materialized.namespaces if n.kind is NamespaceKind.EVENTHUBS]
+    return namespaces_config((n.name, n) for n in materialize(topology).namespaces)
+
+
+def namespaces_config(named: Iterable[tuple[str, NamespaceSpec]]) -> dict[str, Any]:
+    """One document for our emulator serving each (materialized) namespace under its name
+    (``python -m replication demo`` serves several topologies' namespaces side by side)."""
+    named = list(named)
+    servicebus = [(name, n) for name, n in named if n.kind is NamespaceKind.SERVICEBUS]
+    eventhubs = [(name, n) for name, n in named if n.kind is NamespaceKind.EVENTHUBS]
     user_config: dict[str, Any] = {"Logging": {"Type": "Console"}}
     if servicebus:
-        user_config["Namespaces"] = [servicebus_namespace(n) for n in servicebus]
+        user_config["Namespaces"] = [servicebus_namespace(n, name) for name, n in servicebus]
     if eventhubs:
-        user_config["NamespaceConfig"] = [eventhubs_namespace(n) for n in eventhubs]
+        user_config["NamespaceConfig"] = [eventhubs_namespace(n, name) for name, n in eventhubs]
     return {"UserConfig": user_config}
 
 

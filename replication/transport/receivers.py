@@ -747,32 +747,9 @@ def _handle_event_batch(
         return
 
 
-def drain_servicebus(
-    namespace: NamespaceSpec,
-    entity: str,
-    subscription: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    idle_seconds: float = 2.0,
-) -> list[Envelope]:
-    """Receive and complete everything in a queue or subscription until it stays empty for
-    ``idle_seconds`` (for local consumers such as the demo's capture, not for replication)."""
-    drained: list[Envelope] = []
-    with (
-        servicebus_client(namespace, environ) as client,
-        _receiver(client, entity, subscription, wait=idle_seconds) as receiver,
-    ):
-        while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle_seconds):
-            for message in batch:
-                drained.append(envelope_from_received(message))
-                receiver.complete_message(message)
-    return drained
-
-
 __all__ = [
     "Isolation",
     "UnreadableTransferError",
-    "drain_servicebus",
     "run_event_hub_source",
     "run_servicebus_source",
     "source_receiver",

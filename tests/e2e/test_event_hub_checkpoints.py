@@ -25,8 +25,8 @@ from replication.exceptions import ConfigurationError
 from replication.hosts.local import LocalHost
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, load_topology
+from replication.transport.consumers import drain_servicebus
 from replication.transport.eventhubs import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
-from replication.transport.receivers import drain_servicebus
 from replication.transport.status import read_status
 from tests.e2e.conftest import AZURITE_ACCOUNT, AZURITE_KEY
 

@@ -6,12 +6,13 @@ tests do not): one that hangs without printing, one that exits with an error.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
-from replication.hosts.local import EmulatorStartError, emulator_process
+from replication.hosts.local import EmulatorProcess, EmulatorStartError, emulator_process
 
 
 def _script(tmp_path: Path, body: str) -> Path:
@@ -48,3 +49,28 @@ def test_settings_printed_in_one_write_are_all_read(tmp_path: Path) -> None:
     )
     with emulator_process("topology.json", python=printing, startup_timeout=10.0) as settings:
         assert settings == {"A": "1", "B": "2"}
+
+
+def test_a_config_emulator_starts_again_on_the_ports_it_chose_first(tmp_path: Path) -> None:
+    connection = "Endpoint=sb://localhost:5999;SharedAccessKeyName=RootManageSharedAccessKey"
+    fake = _script(
+        tmp_path,
+        f'echo "$@" >> "{tmp_path}/arguments"; '
+        f'printf "weu\\t{connection}\\n# emulator running\\n"; sleep 60',
+    )
+    workdir = tmp_path / "work"
+    process = EmulatorProcess(
+        {"UserConfig": {"Namespaces": [{"Name": "weu"}]}},
+        workdir,
+        data_dir=workdir / "data",
+        python=fake,
+        startup_timeout=10.0,
+    )
+    assert process.start() == {"weu": connection}
+    process.kill()
+    assert process.start() == {"weu": connection}
+    process.stop()
+    written = json.loads((workdir / "emulator-config.json").read_text())
+    assert written["UserConfig"]["Namespaces"] == [{"Name": "weu", "Port": 5999}]
+    expected = f"-m emulator --config {workdir}/emulator-config.json --data-dir {workdir}/data"
+    assert (tmp_path / "arguments").read_text().splitlines() == [expected, expected]

@@ -1,0 +1,150 @@
+"""The Spark duplicate audit over what the regions held (``spark/dedup_audit.py``).
+
+What each region's consumer entities held is written as JSON lines, one folder per region
+(``OUTPUT/capture/<region>/<entity>.json``: MessageId, enqueue time, sequence number and the
+application properties as text, the audit's ``--format json`` input). The audit then runs as
+its own process, ``python -m spark.dedup_audit`` (the library never imports ``spark``), with one
+``--expect SRC:DST`` per pair of regions a task connects, and writes ``OUTPUT/audit/report.json``
+and ``report.html``. :class:`SparkAudit` runs it in the background, so the showcase's other
+scenarios go on meanwhile; its output goes to ``OUTPUT/audit/spark.log`` unless it is shown.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from replication.envelope import Envelope
+from replication.exceptions import ReplicationError
+from replication.properties import format_timestamp
+from replication.topology import Topology
+
+ROOT = Path(__file__).resolve().parents[2]
+WATERMARK = "30 seconds"
+
+
+def capture_record(envelope: Envelope) -> dict[str, Any]:
+    """One line of the audit's JSON input."""
+    enqueued = envelope.enqueued_time_utc
+    return {
+        "message_id": envelope.message_id,
+        "enqueued_time_utc": format_timestamp(enqueued) if enqueued else None,
+        "sequence_number": envelope.sequence_number,
+        "properties": {k: str(v) for k, v in envelope.application_properties.items()},
+    }
+
+
+def write_capture(folder: Path, name: str, copies: Sequence[Envelope]) -> Path:
+    """``folder/name.json`` with one :func:`capture_record` per copy."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    path.write_text("".join(json.dumps(capture_record(c)) + "\n" for c in copies))
+    return path
+
+
+def audit_command(topology: Topology, folders: Mapping[str, Path], output: Path) -> list[str]:
+    """``python -m spark.dedup_audit`` over the regions' capture ``folders``."""
+    expectations = sorted(
+        {
+            f"{task.source.namespace}:{target.namespace}"
+            for task in topology.tasks
+            for target in task.targets
+            if target.namespace in folders and task.source.namespace in folders
+        }
+    )
+    command = [sys.executable, "-m", "spark.dedup_audit", "--format", "json"]
+    for region, folder in folders.items():
+        command += ["--input", f"{region}={folder}"]
+    for pair in expectations:
+        command += ["--expect", pair]
+    return [*command, "--watermark", WATERMARK, "--output", str(output / "audit")]
+
+
+def read_report(output: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((output / "audit" / "report.json").read_text())
+    return report
+
+
+def healthy(report: Mapping[str, Any]) -> bool:
+    """No message missing in a region it was expected in, and no loop."""
+    return bool(report["missing_total"] == 0 and report["loops"] == 0)
+
+
+class SparkAudit:
+    """The audit as a background process; its output in ``OUTPUT/audit/spark.log`` unless
+    ``show_output`` (then it is the caller's)."""
+
+    def __init__(self, command: list[str], output: Path, *, show_output: bool = False) -> None:
+        self.output = output
+        self.log = output / "audit" / "spark.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self._stream: IO[bytes] | None = None if show_output else self.log.open("wb")
+        self._process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=self._stream,
+            stderr=subprocess.STDOUT if self._stream else None,
+        )
+
+    def done(self) -> bool:
+        return self._process.poll() is not None
+
+    def wait(self) -> dict[str, Any]:
+        """The report, once the audit has ended (ReplicationError when it failed)."""
+        code = self._process.wait()
+        if self._stream is not None:
+            self._stream.close()
+        if code != 0:
+            raise ReplicationError(f"the Spark audit failed (exit code {code}); see {self.log}")
+        return read_report(self.output)
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            self._process.wait()
+        if self._stream is not None:
+            self._stream.close()
+
+
+def verdict_lines(report: Mapping[str, Any]) -> list[str]:
+    """The audit's figures, one line per region and region pair."""
+    lines = [
+        f"  {region:<6} {figures['records']:>6} records, "
+        f"{figures['in_region_duplicates']} duplicates, {figures['missing']} missing"
+        for region, figures in report["regions"].items()
+    ]
+    lines += [
+        f"  lag {pair:<12} p50 {lag['p50']:.3f} s   p95 {lag['p95']:.3f} s"
+        for pair, lag in sorted(report["lag_seconds"].items())
+    ]
+    return [*lines, f"  loops {report['loops']}, missing {report['missing_total']}"]
+
+
+def summary_lines(report: Mapping[str, Any]) -> list[str]:
+    """The audit's figures in two lines (the showcase prints them under its table)."""
+    regions = report["regions"]
+    duplicates = sum(r["in_region_duplicates"] for r in regions.values())
+    lags = [lag["p50"] for lag in report["lag_seconds"].values()]
+    lag = f"{min(lags):.2f} to {max(lags):.2f} s" if lags else "-"
+    return [
+        f"  {report['total_records']} records of {report['unique_messages']} messages in "
+        f"{len(regions)} regions ({', '.join(regions)}): {duplicates} duplicates in a region, "
+        f"{report['missing_total']} missing, {report['loops']} loops",
+        f"  lag p50 per region pair {lag}",
+    ]
+
+
+__all__ = [
+    "SparkAudit",
+    "audit_command",
+    "capture_record",
+    "healthy",
+    "read_report",
+    "summary_lines",
+    "verdict_lines",
+    "write_capture",
+]

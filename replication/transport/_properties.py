@@ -99,10 +99,20 @@ def decode_properties(properties: Mapping[Any, Any] | None) -> dict[str, Any]:
         return {}
     decoded: dict[str, Any] = {}
     for key, value in properties.items():
-        # Text keys and text, numbers, booleans and nulls are what _key and _value would
-        # return anyway (the common case): skip their checks.
-        name = key if type(key) is str else _key(key)
-        decoded[name] = value if type(value) in _PLAIN else _value(name, value)
+        # The common cases first, with the results _key and _value give them: keys and text
+        # values as the SDKs deliver them (UTF-8 bytes) or as JSON gives them (str), numbers,
+        # booleans and nulls as they are. Everything else, and every error, goes through them.
+        if type(key) is bytes and key.isascii():
+            name = key.decode("ascii")
+        else:
+            name = key if type(key) is str else _key(key)
+        kind = type(value)
+        if kind in _PLAIN:
+            decoded[name] = value
+        elif kind is bytes and value.isascii():
+            decoded[name] = value.decode("ascii")
+        else:
+            decoded[name] = _value(name, value)
     return decoded
 
 

@@ -227,7 +227,8 @@ def bare_servicebus(environ: Mapping[str, str]) -> None:
 
 
 def bare_eventhubs(environ: Mapping[str, str]) -> None:
-    """One consumer per partition: copy each event into a ServiceBusMessage and send."""
+    """One consumer per partition (the first one also asks which partitions there are, as
+    any replicator must): copy each event into a ServiceBusMessage and send."""
     from azure.eventhub import EventData, EventHubConsumerClient, PartitionContext
     from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
@@ -236,7 +237,15 @@ def bare_eventhubs(environ: Mapping[str, str]) -> None:
     sender = outbound.get_queue_sender("device-events")
     lock = threading.Lock()
 
-    def partition(number: str) -> None:
+    def client() -> EventHubConsumerClient:
+        return EventHubConsumerClient.from_connection_string(
+            environ["EH_INGEST"], consumer_group="replication", eventhub_name="devices"
+        )
+
+    first = client()
+    partitions = first.get_partition_ids()
+
+    def partition(number: str, consumer: EventHubConsumerClient) -> None:
         def on_batch(context: PartitionContext, events: list[EventData]) -> None:
             if not events:
                 return
@@ -258,9 +267,6 @@ def bare_eventhubs(environ: Mapping[str, str]) -> None:
                 sender.send_messages(replicas)
             _report(len(events), len(replicas))
 
-        consumer = EventHubConsumerClient.from_connection_string(
-            environ["EH_INGEST"], consumer_group="replication", eventhub_name="devices"
-        )
         with consumer:
             consumer.receive_batch(
                 on_event_batch=on_batch,
@@ -271,7 +277,10 @@ def bare_eventhubs(environ: Mapping[str, str]) -> None:
             )
 
     threads = [
-        threading.Thread(target=partition, args=(str(p),), daemon=True) for p in range(PARTITIONS)
+        threading.Thread(
+            target=partition, args=(number, first if index == 0 else client()), daemon=True
+        )
+        for index, number in enumerate(partitions)
     ]
     for thread in threads:
         thread.start()

@@ -170,7 +170,7 @@ run_tests() {
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     log "mypy (strict)"
-    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks function_app.py
+    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks examples function_app.py
     log "pytest"
     "$VENV/bin/python" -m pytest "$@"
     log "pytest: host-protocol tier (Python 3.13, the Functions Python worker runtime)"

@@ -39,9 +39,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from patterns import Target
 from replication.envelope import Envelope
 from replication.hosts.local import emulator_process
+from replication.planning import Target
 from replication.runtime import MemoryTarget, TargetSender, TaskRunner
 from replication.telemetry import TaskTelemetry
 from replication.topology import load_topology

@@ -18,7 +18,8 @@ from typing import Any
 from replication.exceptions import ConfigurationError
 from replication.topology import Topology
 
-from ._config import eventhubs_namespaces, load_config, servicebus_namespaces
+from ._config import load_config
+from ._namespaces import namespace_handlers
 from ._persistence import Persistence
 from ._server import EmulatorLoop, NamespaceServer
 
@@ -64,7 +65,7 @@ def run_emulator(
     """
     document = load_config(config)
     try:
-        namespaces = [*servicebus_namespaces(document), *eventhubs_namespaces(document)]
+        namespaces = namespace_handlers(document)
     except ConfigurationError as error:
         if error.source is None and not isinstance(config, dict):
             raise ConfigurationError(
@@ -79,15 +80,15 @@ def run_emulator(
         except OSError as error:
             problem = "exists and is not a directory" if directory.exists() else error.strerror
             raise ConfigurationError(f"--data-dir {directory}: {problem}") from None
-        for name, broker, _ in namespaces:
-            persistence[name] = Persistence(directory, name, broker)
+        for name, handler, _ in namespaces:
+            persistence[name] = Persistence(directory, name, handler)
             if persistence[name].load():
                 logger.info("namespace %s restored from %s", name, persistence[name].path)
     servers: list[NamespaceServer] = []
     try:
-        for name, broker, port in namespaces:
+        for name, handler, port in namespaces:
             try:
-                servers.append(NamespaceServer(name, broker, host, port))
+                servers.append(NamespaceServer(name, handler, host, port))
             except OSError as error:
                 raise OSError(
                     error.errno, f"namespace {name!r} on {host}:{port}: {error.strerror}"

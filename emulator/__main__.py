@@ -34,7 +34,7 @@ def _config_from_topology(path: str) -> tuple[dict[str, Any], Topology]:
     from replication.render.emulator_config import emulator_config
     from replication.topology import load_topology
 
-    topology = load_topology(path)
+    topology = load_topology(path, user_code=False)  # entities only, no app code
     return emulator_config(topology), topology
 
 

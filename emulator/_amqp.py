@@ -25,7 +25,9 @@ class Constructor(enum.IntEnum):
     UINT0 = 0x43
     ULONG0 = 0x44
     LIST0 = 0x45
+    SMALL_UINT = 0x52
     SMALL_ULONG = 0x53
+    BOOLEAN = 0x56
     UINT = 0x70
     ULONG = 0x80
     VBIN8 = 0xA0
@@ -96,6 +98,16 @@ AMQP_FRAME = 0x00
 """Frame type of AMQP frames (0x01 is SASL)."""
 
 
+class ErrorCondition(enum.StrEnum):
+    """The error conditions the emulator sends (part 2, section 2.8.15 and following; the
+    vendor conditions of Service Bus sessions are in ``emulator._sessions``)."""
+
+    NOT_FOUND = "amqp:not-found"
+    NOT_ALLOWED = "amqp:not-allowed"
+    LINK_STOLEN = "amqp:link:stolen"
+    MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
+
+
 __all__ = [
     "AMQP_FRAME",
     "BATCH_MESSAGE_FORMAT",
@@ -104,6 +116,7 @@ __all__ = [
     "ONE_BYTE_SIZE_CATEGORIES",
     "PERFORMATIVE_FIELDS",
     "Constructor",
+    "ErrorCondition",
     "Performative",
     "Section",
 ]

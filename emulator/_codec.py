@@ -32,6 +32,40 @@ def value_end(data: bytes, pos: int) -> int:
     raise ValueError(f"unknown AMQP constructor 0x{code:02x}")
 
 
+def described(data: bytes, pos: int = 0) -> tuple[int, int] | None:
+    """(descriptor code, offset of the described value) of a described value at ``pos`` whose
+    descriptor is a numeric code; None for anything else."""
+    if len(data) < pos + 3 or data[pos] != Constructor.DESCRIBED:
+        return None
+    if data[pos + 1] == Constructor.SMALL_ULONG:
+        return data[pos + 2], pos + 3
+    if data[pos + 1] == Constructor.ULONG and len(data) >= pos + 10:
+        code: int = struct.unpack_from(">Q", data, pos + 2)[0]
+        return code, pos + 10
+    return None
+
+
+def list_bounds(data: bytes, offset: int) -> tuple[int, int, int] | None:
+    """(item count, start of the first item, end of the list) of the list encoded at
+    ``offset``; None when no list starts there."""
+    constructor = data[offset]
+    if constructor == Constructor.LIST0:
+        return 0, offset + 1, offset + 1
+    if constructor == Constructor.LIST8:
+        return data[offset + 2], offset + 3, offset + 2 + data[offset + 1]
+    if constructor == Constructor.LIST32:
+        size, count = struct.unpack_from(">II", data, offset + 1)
+        return count, offset + 9, offset + 5 + size
+    return None
+
+
+def encoded_list(count: int, items: bytes) -> bytes:
+    """A list of ``count`` already encoded ``items``, in the short form when it fits."""
+    if len(items) + 1 <= 255 and count <= 255:
+        return bytes([Constructor.LIST8, len(items) + 1, count]) + items
+    return bytes([Constructor.LIST32]) + struct.pack(">II", len(items) + 4, count) + items
+
+
 def text(value: Any) -> str:
     """An AMQP string, symbol or binary value as text ("" for null).
 
@@ -77,3 +111,30 @@ def with_header(encoded: bytes, *, ttl_ms: int | None, delivery_count: int) -> b
     if sections and sections[0][0] == Section.HEADER:
         return header + encoded[sections[0][2] :]
     return header + encoded
+
+
+def _binary(data: bytes, start: int) -> bytes:
+    """The bytes of the binary value of the data section that starts at ``start``."""
+    value = start + 3
+    if data[value] == Constructor.VBIN8:
+        return data[value + 2 : value + 2 + data[value + 1]]
+    size = int.from_bytes(data[value + 1 : value + 5], "big")
+    return data[value + 5 : value + 5 + size]
+
+
+def split_batch(data: bytes) -> list[bytes]:
+    """The encoded messages of a batch transfer, or ``[data]`` for a single message.
+
+    A batch (transfer message format ``BATCH_MESSAGE_FORMAT``, which proton does not expose) is a
+    message whose data sections each hold one complete encoded message, a batch of one included.
+    A payload is never mistaken for one: it would have to parse, to its last byte, as AMQP
+    message sections.
+    """
+    try:
+        sections = message_sections(data)
+        bodies = [_binary(data, start) for code, start, _ in sections if code == Section.DATA]
+        if bodies and all(message_sections(body) for body in bodies):
+            return bodies
+    except (ValueError, IndexError):
+        pass
+    return [data]

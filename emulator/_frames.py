@@ -10,10 +10,9 @@ info), which the sync Service Bus SDK reads positionally too.
 
 from __future__ import annotations
 
-import struct
-
-from ._amqp import AMQP_FRAME, PERFORMATIVE_FIELDS, Constructor, Performative
-from ._codec import value_end
+from ._amqp import PERFORMATIVE_FIELDS, Constructor, Performative
+from ._codec import described, encoded_list, list_bounds, value_end
+from ._framing import Frame, FrameRewriter
 
 _NULL = bytes([Constructor.NULL])
 
@@ -29,36 +28,14 @@ _ERROR_FIELD: dict[int, int] = {Performative.CLOSE: 0, Performative.END: 0, Perf
 def _padded_list(data: bytes, offset: int, wanted: int) -> tuple[bytes, int] | None:
     """The list encoded at ``data[offset:]`` re-encoded with ``wanted`` items (nulls added),
     and where the original ended; None when it is no list or already has enough items."""
-    constructor = data[offset]
-    if constructor == Constructor.LIST0:
-        count, items_start, items_end = 0, offset + 1, offset + 1
-    elif constructor == Constructor.LIST8:
-        size, count = data[offset + 1], data[offset + 2]
-        items_start, items_end = offset + 3, offset + 2 + size
-    elif constructor == Constructor.LIST32:
-        size, count = struct.unpack(">II", data[offset + 1 : offset + 9])
-        items_start, items_end = offset + 9, offset + 5 + size
-    else:
+    bounds = list_bounds(data, offset)
+    if bounds is None:
         return None
+    count, items_start, items_end = bounds
     if count >= wanted:
         return None
     items = data[items_start:items_end] + _NULL * (wanted - count)
-    if len(items) + 1 <= 255:
-        encoded = bytes([Constructor.LIST8, len(items) + 1, wanted]) + items
-    else:
-        encoded = bytes([Constructor.LIST32]) + struct.pack(">II", len(items) + 4, wanted) + items
-    return encoded, items_end
-
-
-def _descriptor(body: bytes, pos: int = 0) -> tuple[int, int] | None:
-    """(descriptor code, offset of the described value) of a described value at ``pos``."""
-    if len(body) < pos + 3 or body[pos] != Constructor.DESCRIBED:
-        return None
-    if body[pos + 1] == Constructor.SMALL_ULONG:
-        return body[pos + 2], pos + 3
-    if body[pos + 1] == Constructor.ULONG and len(body) >= pos + 10:
-        return struct.unpack(">Q", body[pos + 2 : pos + 10])[0], pos + 10
-    return None
+    return encoded_list(wanted, items), items_end
 
 
 def _pad_error(body: bytes, code: int, offset: int) -> bytes:
@@ -66,36 +43,32 @@ def _pad_error(body: bytes, code: int, offset: int) -> bytes:
     Service Bus SDK reads ``frame[0][2]`` (info) of a close's error
     (``_pyamqp/_connection.py``, ``_incoming_close``), and proton leaves an absent info out."""
     index = _ERROR_FIELD.get(code)
-    if index is None or body[offset] not in (Constructor.LIST8, Constructor.LIST32):
+    bounds = list_bounds(body, offset) if index is not None else None
+    if index is None or bounds is None or bounds[0] <= index:
         return body
-    pos = offset + (3 if body[offset] == Constructor.LIST8 else 9)
+    pos = bounds[1]
     for _ in range(index):
         pos = value_end(body, pos)
-    described = _descriptor(body, pos)
-    if described is None or described[0] != ERROR_DESCRIPTOR:
+    error = described(body, pos)
+    if error is None or error[0] != ERROR_DESCRIPTOR:
         return body
-    padded = _padded_list(body, described[1], ERROR_FIELDS)
+    padded = _padded_list(body, error[1], ERROR_FIELDS)
     if padded is None:
         return body
     encoded, end = padded
-    inner = body[: described[1]] + encoded + body[end:]
-    # The performative's list grew: rewrite its size.
-    growth = len(inner) - len(body)
-    if body[offset] == Constructor.LIST8:
-        if body[offset + 1] + growth > 255:
-            return body
-        return inner[: offset + 1] + bytes([body[offset + 1] + growth]) + inner[offset + 2 :]
-    size = struct.unpack(">I", body[offset + 1 : offset + 5])[0] + growth
-    return inner[: offset + 1] + struct.pack(">I", size) + inner[offset + 5 :]
+    # The performative's list grew: re-encode it around its new items.
+    count, items_start, items_end = bounds
+    items = body[items_start : error[1]] + encoded + body[end:items_end]
+    return body[:offset] + encoded_list(count, items) + body[items_end:]
 
 
 def _pad_performative(body: bytes) -> bytes:
     """``body`` is a frame body; pad its leading described list (and the error it carries),
     keep the payload after it."""
-    described = _descriptor(body)
-    if described is None:
+    performative = described(body)
+    if performative is None:
         return body
-    code, offset = described
+    code, offset = performative
     wanted = PERFORMATIVE_FIELDS.get(code)
     if wanted is None:
         return body
@@ -106,36 +79,10 @@ def _pad_performative(body: bytes) -> bytes:
     return _pad_error(body, code, offset)
 
 
-class FramePadder:
+class FramePadder(FrameRewriter):
     """Stateful: feed it what proton writes, get back what to put on the socket."""
 
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def feed(self, data: bytes) -> bytes:
-        self._buffer += data
-        out: list[bytes] = []
-        while True:
-            buffer = self._buffer
-            if buffer[:4] == b"AMQP":
-                if len(buffer) < 8:
-                    break
-                out.append(buffer[:8])
-                self._buffer = buffer[8:]
-                continue
-            if len(buffer) < 8:
-                break
-            size, doff, frame_type = struct.unpack(">IBB", buffer[:6])
-            if len(buffer) < size:
-                break
-            header_end = doff * 4
-            frame, self._buffer = buffer[:size], buffer[size:]
-            if frame_type != AMQP_FRAME or size == header_end:
-                out.append(frame)
-                continue
-            body = _pad_performative(frame[header_end:])
-            header = (
-                struct.pack(">IBB", header_end + len(body), doff, frame_type) + frame[6:header_end]
-            )
-            out.append(header + body)
-        return b"".join(out)
+    def rewrite(self, frame: Frame) -> bytes:
+        body = frame.body
+        padded = _pad_performative(body)
+        return frame.raw if padded is body else frame.with_body(padded)

@@ -24,7 +24,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from proton import Message
 
@@ -163,13 +163,22 @@ def restore_eventhubs(broker: EventHubsBroker, state: dict[str, Any], source: st
             partition.next_offset = int(partition_state["next_offset"])
 
 
+class Snapshots(Protocol):
+    """What is saved and restored: a namespace's handler (``emulator._handler.BrokerHandler``),
+    which writes its broker's state with the functions above."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+    def restore(self, state: dict[str, Any], source: str) -> None: ...
+
+
 class Persistence:
     """Saves one namespace's snapshot: at once after sends (:meth:`save_now`), else at most
     once per :data:`SAVE_INTERVAL` while anything changed (:meth:`touch` / :meth:`tick`)."""
 
-    def __init__(self, directory: Path, namespace: str, broker: Any) -> None:
+    def __init__(self, directory: Path, namespace: str, snapshots: Snapshots) -> None:
         self.path = directory / f"{namespace}.json"
-        self.broker = broker
+        self.snapshots = snapshots
         self._dirty = False
         self._saved_at = 0.0
 
@@ -189,10 +198,7 @@ class Persistence:
                 source=str(self.path),
             )
         try:
-            if isinstance(self.broker, EventHubsBroker):
-                restore_eventhubs(self.broker, document["state"], str(self.path))
-            else:
-                restore_servicebus(self.broker, document["state"], str(self.path))
+            self.snapshots.restore(document["state"], str(self.path))
         except ConfigurationError:
             raise
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
@@ -211,10 +217,7 @@ class Persistence:
             self.save_now()
 
     def save_now(self) -> None:
-        if isinstance(self.broker, EventHubsBroker):
-            state = eventhubs_state(self.broker)
-        else:
-            state = servicebus_state(self.broker)
+        state = self.snapshots.snapshot()
         temporary = self.path.with_suffix(".json.tmp")
         with temporary.open("w", encoding="utf-8") as file:
             json.dump({"format": FORMAT, "state": state}, file)

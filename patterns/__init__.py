@@ -1,63 +1,19 @@
 """Federation patterns, one pure module each, looked up by name from the topology.
 
 Each module defines ``<Pattern>Options`` (a pydantic model of the task's ``options``) and a
-``PATTERN`` record (:class:`patterns.Pattern`, typed by that model) whose ``plan`` turns a batch
-of envelopes into forwarding decisions without any I/O, and whose other fields declare what the
-pattern needs from the topology (subscription rule, SQL conditions, checks). Adding a pattern is
-one module and one line in ``_REGISTRY``. Modules are imported lazily, so loading the registry
-costs nothing and a misspelt name gets a "did you mean" error from the topology validator.
+``PATTERN`` record (:class:`replication.planning.Pattern`, typed by that model) whose ``plan``
+turns a batch of envelopes into forwarding decisions without any I/O, and whose other fields
+declare what the pattern needs from the topology (subscription rule, SQL conditions, checks).
+The registry of names is :mod:`replication.planning` (``_REGISTRY``); adding a pattern is one
+module here and one line there.
 
-Patterns depend only on the library's value modules (envelope, rules, properties, loops, SQL),
-never on the topology or the runtime, which depend on them.
+This folder is the ``patterns`` package of a checkout (and of the Function app deployed as the
+repository's files); the wheel installs it as ``replication.patterns`` instead, so that no
+generic top-level name lands in site-packages (see ``setup.py``). Its modules therefore import
+each other relatively and the library by absolute ``replication.`` names, which hold in both
+places. What a pattern is and returns (``Pattern``, ``Forward``, ``Skip``, ``DeadLetter``,
+``Target``, ``TaskContext``) is :mod:`replication.planning`'s, which everything else imports.
+
+Patterns depend only on the library's value modules (envelope, rules, properties, loops, SQL,
+planning), never on the topology or the runtime, which depend on them.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-from ._base import (
-    DeadLetter,
-    Decision,
-    Forward,
-    Pattern,
-    PatternOptions,
-    Skip,
-    Target,
-    TaskContext,
-)
-
-_REGISTRY: dict[str, str] = {
-    "all_active": "patterns.all_active",
-    "active_passive": "patterns.active_passive",
-    "spillover": "patterns.spillover",
-    "latency_optimization": "patterns.latency_optimization",
-    "stream_to_queue": "patterns.stream_to_queue",
-    "consolidation": "patterns.consolidation",
-    "validation": "patterns.validation",
-    "routing": "patterns.routing",
-}
-
-PATTERN_NAMES: tuple[str, ...] = tuple(_REGISTRY)
-
-
-def load_pattern(name: str) -> Pattern[Any]:
-    """The pattern registered as ``name`` (KeyError for an unknown name; the topology checks
-    names with a "did you mean" before anything loads a pattern)."""
-    module = importlib.import_module(_REGISTRY[name])
-    pattern: Pattern[Any] = module.PATTERN
-    return pattern
-
-
-__all__ = [
-    "PATTERN_NAMES",
-    "DeadLetter",
-    "Decision",
-    "Forward",
-    "Pattern",
-    "PatternOptions",
-    "Skip",
-    "Target",
-    "TaskContext",
-    "load_pattern",
-]

@@ -7,9 +7,16 @@ from collections.abc import Callable, Sequence
 from replication.envelope import Envelope
 from replication.exceptions import MalformedReplicationPropertyError
 from replication.loops import check_forward
+from replication.planning import (
+    DeadLetter,
+    Decision,
+    Forward,
+    PatternOptions,
+    Skip,
+    Target,
+    TaskContext,
+)
 from replication.properties import read_state, stamp, with_replication_properties_of
-
-from ._base import DeadLetter, Decision, Forward, PatternOptions, Skip, Target, TaskContext
 
 
 def forward_to_targets(

@@ -17,9 +17,9 @@ from pydantic import Field
 
 from replication.durations import format_timespan
 from replication.envelope import Envelope
+from replication.planning import Decision, Pattern, PatternOptions, TaskContext
 from replication.rules import RuleSpec
 
-from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
 from .all_active import LOOP_PREVENTION_ACTION, loop_prevention_rule
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replication.envelope import Envelope
+from replication.planning import Decision, Pattern, PatternOptions, TaskContext
 from replication.properties import REPLICATION_FLAG
 from replication.rules import DEFAULT_RULE_NAME, RuleFilterSpec, RuleSpec
 
-from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
 
 LOOP_PREVENTION_FILTER = f"{REPLICATION_FLAG} IS NULL"

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from replication.envelope import Envelope
+from replication.planning import Decision, Pattern, PatternOptions, TaskContext
 
-from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
 from ._property_edits import EditableName
 

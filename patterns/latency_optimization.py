@@ -7,7 +7,8 @@ receives a message at most once and that forwarding stops after ``maxHops``.
 
 from __future__ import annotations
 
-from ._base import Pattern, PatternOptions
+from replication.planning import Pattern, PatternOptions
+
 from ._forwarding import forward_every_message
 
 

@@ -15,9 +15,7 @@ from typing import Literal
 from pydantic import Field, PrivateAttr, field_validator
 
 from replication.envelope import Envelope
-from replication.sql import SqlFilter
-
-from ._base import (
+from replication.planning import (
     DeadLetter,
     Decision,
     Pattern,
@@ -26,6 +24,8 @@ from ._base import (
     Target,
     TaskContext,
 )
+from replication.sql import SqlFilter
+
 from ._forwarding import forward_to_targets
 
 NO_ROUTE_MATCHED = "NoRouteMatched"

@@ -16,8 +16,8 @@ from datetime import timedelta
 from pydantic import Field
 
 from replication.envelope import Envelope
+from replication.planning import Decision, Pattern, PatternOptions, TaskContext
 
-from ._base import Decision, Pattern, PatternOptions, TaskContext
 from ._forwarding import forward_each
 from .active_passive import capped_time_to_live
 

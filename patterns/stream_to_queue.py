@@ -11,7 +11,8 @@ prevention and stamping.
 
 from __future__ import annotations
 
-from ._base import Pattern, PatternOptions
+from replication.planning import Pattern, PatternOptions
+
 from ._forwarding import forward_every_message
 
 

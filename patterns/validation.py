@@ -5,24 +5,30 @@
   ``ValidationFailed`` (``onInvalid: "skip"`` drops it with a logged reason instead).
 - ``maxBodyBytes``: larger bodies are treated as invalid.
 - ``requiredProperties``: application properties that must be present.
+- ``bodySchema``: a JSON Schema (draft 4, 6 or 7, written inline) the body, read as JSON, must
+  match; compiled to Python once, when the topology loads (fastjsonschema).
+- ``bodyModel``: ``"package.module:Model"``, a pydantic model the body must validate against
+  (``Model.model_validate_json``); imported once, when the topology loads.
 - ``removeProperties`` (reduce) and ``setProperties`` (enrich) shape the replica; they may not
   name a replication property (``repl-*``, ``replication``), which loop prevention needs.
 
-The condition is compiled once, when the topology is loaded, so a syntax error fails start-up
-with the JSON path of the option.
+The condition, the schema and the model are compiled or imported once, when the topology is
+loaded, so a syntax error, an invalid schema or a model that does not import fails start-up with
+the JSON path of the option. A task's user transform (``replication.transforms``) runs before
+these checks: they judge the replica that would be sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator
+import fastjsonschema
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
 from replication.envelope import Envelope
-from replication.sql import SqlFilter
-
-from ._base import (
+from replication.planning import (
     DeadLetter,
     Decision,
     Pattern,
@@ -30,6 +36,9 @@ from ._base import (
     Skip,
     TaskContext,
 )
+from replication.sql import SqlFilter
+from replication.transforms import import_reference
+
 from ._forwarding import forward_to_targets
 from ._property_edits import EditableName
 
@@ -45,7 +54,11 @@ class ValidationOptions(PatternOptions):
     remove_properties: list[EditableName] = Field(default_factory=list)
     set_properties: dict[EditableName, str | int | float | bool] = Field(default_factory=dict)
     on_invalid: Literal["deadletter", "skip"] = "deadletter"
+    body_schema: dict[str, Any] | None = None
+    body_model: str | None = None
     _compiled: SqlFilter | None = PrivateAttr(default=None)
+    _schema: Callable[[Any], Any] | None = PrivateAttr(default=None)
+    _model: type[BaseModel] | None = PrivateAttr(default=None)
 
     @field_validator("condition")
     @classmethod
@@ -54,9 +67,27 @@ class ValidationOptions(PatternOptions):
             SqlFilter(value)
         return value
 
+    @field_validator("body_schema")
+    @classmethod
+    def _compiles(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            _compile_schema(value)
+        return value
+
+    @field_validator("body_model")
+    @classmethod
+    def _imports(cls, value: str | None) -> str | None:
+        if value is not None:
+            _import_model(value)
+        return value
+
     def model_post_init(self, context: object) -> None:
         if self.condition is not None:
             self._compiled = SqlFilter(self.condition)
+        if self.body_schema is not None:
+            self._schema = _compile_schema(self.body_schema)
+        if self.body_model is not None:
+            self._model = _import_model(self.body_model)
 
     def problem(self, envelope: Envelope) -> str | None:
         """Why ``envelope`` is invalid, or None when it is valid."""
@@ -67,7 +98,39 @@ class ValidationOptions(PatternOptions):
             return f"missing required properties: {', '.join(missing)}"
         if self._compiled is not None and not self._compiled.matches(envelope):
             return f"condition is not true: {self.condition}"
+        if self._schema is not None:
+            try:
+                self._schema(json.loads(envelope.body))
+            except ValueError as error:  # JSONDecodeError and JsonSchemaValueException
+                return f"body does not match bodySchema: {_first_line(error)}"
+        if self._model is not None:
+            try:
+                self._model.model_validate_json(envelope.body)
+            except ValidationError as error:
+                item = error.errors(include_url=False)[0]
+                where = ".".join(str(part) for part in item["loc"]) or "body"
+                return f"body does not match bodyModel {self.body_model}: {where}: {item['msg']}"
         return None
+
+
+def _compile_schema(schema: dict[str, Any]) -> Callable[[Any], Any]:
+    try:
+        validate: Callable[[Any], Any] = fastjsonschema.compile(schema)
+    except fastjsonschema.JsonSchemaDefinitionException as error:
+        raise ValueError(f"not a valid JSON Schema: {error}") from None
+    return validate
+
+
+def _import_model(reference: str) -> type[BaseModel]:
+    model = import_reference(reference)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise ValueError(f"'{reference}' is {model!r}, not a pydantic model (a BaseModel subclass)")
+    return model
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:500] if text else type(error).__name__
 
 
 def plan(

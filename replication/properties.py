@@ -16,6 +16,10 @@ This module is the only place that spells the property names; everything else im
 - ``replication``: the flag that Service Bus subscription rules set (``SET replication = 1``)
   and filter on (``replication IS NULL``). Replication copies it untouched.
 - ``repl-target``: written by the .NET Event Hubs merge sample; read for compatibility.
+- ``repl-origin-message-id``: the MessageId the message had where it was published, written
+  only when a user transform gave a replica a MessageId of its own (the first such hop's value
+  is kept); the Spark audit matches copies by it, so a re-identified replica is still a copy of
+  its original (see ``replication.transforms``).
 
 Every ``repl-`` name and the ``replication`` flag are reserved (:func:`is_replication_property`,
 case-insensitive as the rule language is): loop prevention rests on them, so a task that edits
@@ -45,6 +49,7 @@ REPL_ENQUEUE_TIME_DOCS_SPELLING = "repl-enqueue-time"
 REPL_SEQUENCE = "repl-sequence"
 REPL_OFFSET = "repl-offset"
 REPL_TARGET = "repl-target"
+REPL_ORIGIN_MESSAGE_ID = "repl-origin-message-id"
 REPLICATION_FLAG = "replication"
 
 DEAD_LETTER_REASON = "DeadLetterReason"
@@ -122,6 +127,7 @@ ALL_PROPERTIES: tuple[str, ...] = (
     *STAMPED_PROPERTIES,
     REPL_ENQUEUE_TIME_DOCS_SPELLING,
     REPL_TARGET,
+    REPL_ORIGIN_MESSAGE_ID,
     REPLICATION_FLAG,
 )
 """Every replication-related property name this library reads or writes."""
@@ -397,6 +403,7 @@ __all__ = [
     "REPL_HOPS",
     "REPL_OFFSET",
     "REPL_ORIGIN",
+    "REPL_ORIGIN_MESSAGE_ID",
     "REPL_PATH",
     "REPL_SEQUENCE",
     "REPL_TARGET",

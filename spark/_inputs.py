@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from replication.properties import REPL_ORIGIN_MESSAGE_ID
 from replication.values import as_text
 
 from ._schema import (
@@ -104,7 +105,10 @@ def read_inputs(spark: SparkSession, inputs: dict[str, str], fmt: str) -> DataFr
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)
-    return union.select(*RECORD_COLUMNS)
+    # A replica a user transform gave a MessageId of its own carries its original's id in
+    # repl-origin-message-id: the audit counts it as a copy of that message.
+    original = F.coalesce(F.col(PROPERTIES)[REPL_ORIGIN_MESSAGE_ID], F.col(MESSAGE_ID))
+    return union.withColumn(MESSAGE_ID, original).select(*RECORD_COLUMNS)
 
 
 # ---------------------------------------------------------------- Event Hubs Capture (Avro)

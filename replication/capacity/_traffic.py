@@ -29,8 +29,8 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from patterns import DeadLetter, Forward, Skip
 from replication.envelope import Envelope
+from replication.planning import DeadLetter, Forward, Skip
 from replication.rules import CorrelationFilterSpec, RuleSpec
 from replication.sql import SqlEvaluationError, SqlFilter, SqlRuleAction
 from replication.topology import (

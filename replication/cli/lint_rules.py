@@ -51,7 +51,7 @@ def check(rule: SqlText) -> RuleProblem | None:
 
 
 def topology_rules(path: str) -> Iterator[SqlText]:
-    for rule in sql_texts(load_topology(path)):
+    for rule in sql_texts(load_topology(path, user_code=False)):
         yield rule.located(path)
 
 

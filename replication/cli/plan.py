@@ -25,15 +25,15 @@ from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from patterns import DeadLetter, Forward, Skip, Target
 from replication.capacity import Rate, capacity_plan, render
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
+from replication.planning import DeadLetter, Forward, Skip, Target
 from replication.properties import read_state
 from replication.runtime import MemoryTarget, TargetSender, TaskRunner
-from replication.topology import Topology, load_topology
+from replication.topology import Topology
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 Entity = tuple[str, str]
 
@@ -77,8 +77,8 @@ class _Simulation:
 
 def run(args: argparse.Namespace) -> int:
     if args.rate is not None:
-        return capacity(load_topology(args.topology), Rate.parse(args.rate))
-    return walk(load_topology(args.topology), args.messages)
+        return capacity(topology_of(args), Rate.parse(args.rate))
+    return walk(topology_of(args), args.messages)
 
 
 def capacity(topology: Topology, rate: Rate) -> int:

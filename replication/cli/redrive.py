@@ -25,7 +25,7 @@ from contextlib import closing, contextmanager
 
 from replication.exit_codes import ExitCode
 from replication.properties import format_timestamp
-from replication.topology import NamespaceKind, Topology, load_topology
+from replication.topology import NamespaceKind, Topology
 from replication.transport.redrive import (
     ProgressCallback,
     RedriveOrigin,
@@ -37,7 +37,7 @@ from replication.transport.redrive import (
     redrive_source,
 )
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def _positive(text: str) -> int:
@@ -77,7 +77,7 @@ def _origin(topology: Topology, args: argparse.Namespace, name: str) -> RedriveO
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args)
     try:
         # A task of the file that runs as one lane per target is redriven lane by lane.
         names = [lane.name for lane in topology.lanes(args.task)]

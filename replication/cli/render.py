@@ -22,9 +22,8 @@ from replication.render import (
     emulator_config,
     official_configs,
 )
-from replication.topology import load_topology
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +56,7 @@ def _write(text: str, output: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args, user_code=False)  # entities only, no app code
     if args.what == "emulator-config" and args.official:
         folder = Path(args.official)
         folder.mkdir(parents=True, exist_ok=True)

@@ -18,10 +18,9 @@ import threading
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost
 from replication.telemetry import configure_local_telemetry
-from replication.topology import load_topology
 
 from ._live import show_live
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args)
     # Metrics and traces go to OTLP or the console when the settings ask for it (see
     # replication/telemetry_setup.py); by default nothing is exported.
     configure_local_telemetry(os.environ)

@@ -17,11 +17,10 @@ import argparse
 import os
 
 from replication.exit_codes import ExitCode
-from replication.topology import load_topology
 from replication.transport.connections import check_settings
 from replication.transport.status import PEEK_CAP, StatusReport, TaskReport, read_status
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args, user_code=False)  # entities only, no app code
     environ = dict(os.environ)
     check_settings(topology.namespaces, environ)
     report = read_status(topology, environ, cap=args.cap)

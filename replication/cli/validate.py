@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 
 from replication.exit_codes import ExitCode
-from replication.topology import load_topology, sql_texts
+from replication.topology import sql_texts
 
-from ._options import add_topology_option
+from ._options import add_topology_option, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args)
     print(f"{args.topology}: valid")
     for namespace in topology.namespaces:
         entities = ", ".join(namespace.entity_names()) or "no entities"
@@ -27,7 +27,11 @@ def run(args: argparse.Namespace) -> int:
         targets = ", ".join(t.describe() for t in task.targets)
         lane = topology.resolved(task).lane_of
         of = f" (lane of {lane})" if lane else ""
-        print(f"  task {task.name}{of} [{task.pattern}]: {task.source.describe()} -> {targets}")
+        transform = f" (transform {task.transform.function})" if task.transform else ""
+        print(
+            f"  task {task.name}{of} [{task.pattern}]: {task.source.describe()} -> {targets}"
+            f"{transform}"
+        )
     for rule in sql_texts(topology):
         print(f"  rule {rule.rule_name} ({rule.where}): {rule.kind} {rule.expression}")
     return ExitCode.OK

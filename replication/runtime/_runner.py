@@ -32,6 +32,10 @@ What happens to each decision of the pattern:
   sent.
 - ``Skip``: logged at DEBUG (loop prevention is normal operation, not an error).
 
+A task with a user transform plans through ``_transforming.TransformStage``: the transform
+runs on every message first, within part of the budget, and a message whose transform fails is
+parked as ``TransformFailed`` without holding back its batch-mates.
+
 Every run is measured and traced through :class:`replication.telemetry.TaskTelemetry` (the
 OpenTelemetry API; a no-op until the application configures an SDK): message counts per
 outcome, lag per forwarded replica, batch duration, failed sends, a span per batch and per
@@ -58,7 +62,6 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import timedelta
 from typing import Protocol
 
-from patterns import DeadLetter, Decision, Forward, Target
 from replication.envelope import Envelope
 from replication.exceptions import (
     ForwardError,
@@ -66,6 +69,7 @@ from replication.exceptions import (
     PermanentForwardError,
     TransientForwardError,
 )
+from replication.planning import DeadLetter, Decision, Forward, Target
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_ERROR_DESCRIPTION,
@@ -79,6 +83,8 @@ from replication.properties import (
 )
 from replication.telemetry import BatchTelemetry, TaskTelemetry, telemetry_enabled
 from replication.topology import NamespaceKind, ResolvedTask
+
+from ._transforming import TransformStage
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +227,14 @@ def position(envelope: Envelope) -> Hashable:
     return (envelope.source, envelope.partition_id, envelope.offset, envelope.message_id)
 
 
+def replica_position(forward: Forward) -> Hashable:
+    """What identifies a forwarded replica across redeliveries: its source's position, and which
+    part of a split it is (see :attr:`Forward.part <replication.planning.Forward.part>`)."""
+    if forward.part == 0:
+        return position(forward.source)
+    return (position(forward.source), forward.part)
+
+
 class _Ledger:
     """The bounded set of (target, source position) pairs a target has acknowledged.
 
@@ -290,6 +304,9 @@ class TaskRunner:
         self.context = task.context
         self._pattern = task.pattern
         self._options = task.options
+        if task.spec.transform is not None and task.transform is None:
+            raise ValueError(f"task {task.name}: loaded without its transform (user_code=False)")
+        self._transform = TransformStage(task.transform) if task.transform else None
         missing = [str(t) for t in self.context.targets if t not in senders]
         if missing:
             raise ValueError(f"task {task.name}: no sender for {', '.join(missing)}")
@@ -318,7 +335,13 @@ class TaskRunner:
         return max(MIN_SEND_TIMEOUT, deadline - self._clock())
 
     def plan(self, batch: Sequence[Envelope]) -> list[Decision]:
-        """The pattern's decisions for ``batch`` (pure; nothing is sent)."""
+        """The decisions for ``batch``: the pattern's, over what the task's transform returned
+        when it has one (nothing is sent)."""
+        if self._transform is None:
+            return self._plan_pattern(batch)
+        return self._transform.plan(batch, self._plan_pattern, budget=self.retry.budget)
+
+    def _plan_pattern(self, batch: Sequence[Envelope]) -> list[Decision]:
         return self._pattern.plan(batch, self.context, self._options)
 
     def run(self, batch: Sequence[Envelope]) -> BatchOutcome:
@@ -335,7 +358,7 @@ class TaskRunner:
         skipped = already_sent = 0
         for decision in decisions:
             if isinstance(decision, Forward):
-                if (decision.target, position(decision.source)) in self._ledger:
+                if (decision.target, replica_position(decision)) in self._ledger:
                     already_sent += 1
                     continue
                 delivery = deliveries.setdefault(decision.target, _Delivery(decision.target, []))
@@ -500,7 +523,7 @@ class TaskRunner:
         now = time.time()
         for index in acknowledged:
             source = chunk[index].source
-            self._ledger.add((delivery.target, position(source)))
+            self._ledger.add((delivery.target, replica_position(chunk[index])))
             when = source.enqueued_time_utc.timestamp() if source.enqueued_time_utc else None
             enqueued.append(when)
             if when is not None:
@@ -647,5 +670,6 @@ __all__ = [
     "TaskRunner",
     "parked_copy",
     "position",
+    "replica_position",
     "smaller_parked_copy",
 ]

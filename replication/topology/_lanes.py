@@ -51,7 +51,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 
-from patterns import Target
+from replication.planning import Target
 
 from ._checks import Fail, failer
 from ._names import bounded, digest, slug

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from replication.exceptions import ConfigurationError
+from replication.transforms import CodeReferenceError, Transforms, TransformSignatureError
 
 from ._checks import check_references, check_resolved, failer
 from ._errors import format_validation_error, json_path
@@ -34,7 +35,13 @@ TOPOLOGY_SETTING = "REPLICATION_TOPOLOGY"
 DEFAULT_TOPOLOGY_PATH = "topology.json"
 
 
-def parse_topology(document: Mapping[str, Any], *, source: str = "<topology>") -> Topology:
+def parse_topology(
+    document: Mapping[str, Any],
+    *,
+    source: str = "<topology>",
+    transforms: Transforms | None = None,
+    user_code: bool = True,
+) -> Topology:
     """Validate an already-decoded topology document (see :func:`load_topology`)."""
     try:
         topology = Topology.model_validate(document)
@@ -42,7 +49,10 @@ def parse_topology(document: Mapping[str, Any], *, source: str = "<topology>") -
         raise format_validation_error(error, source) from None
     check_references(topology, source)
     resolved = {
-        task.name: _resolve(topology, index, source) for index, task in enumerate(topology.tasks)
+        task.name: _resolve(
+            topology, index, source, transforms, _transform_path(document, index), user_code
+        )
+        for index, task in enumerate(topology.tasks)
     }
     topology = topology.with_resolved(resolved)
     for index, task in enumerate(topology.resolved_tasks()):
@@ -51,10 +61,28 @@ def parse_topology(document: Mapping[str, Any], *, source: str = "<topology>") -
     return add_heartbeats(expand_tasks(topology, source), source)
 
 
-def _resolve(topology: Topology, index: int, source: str) -> ResolvedTask:
+def _transform_path(document: Mapping[str, Any], index: int) -> str:
+    """Where task ``index`` names its transform's function: the value itself, or its
+    ``function`` key when the file gives an object."""
+    written = document["tasks"][index].get("transform")
+    return f"tasks[{index}].transform" + (".function" if isinstance(written, dict) else "")
+
+
+def _resolve(
+    topology: Topology,
+    index: int,
+    source: str,
+    transforms: Transforms | None,
+    transform_path: str,
+    user_code: bool,
+) -> ResolvedTask:
     task = topology.tasks[index]
     try:
-        return resolve_task(task, max_hops=topology.max_hops(task))
+        return resolve_task(
+            task, max_hops=topology.max_hops(task), transforms=transforms, user_code=user_code
+        )
+    except (CodeReferenceError, TransformSignatureError) as error:
+        raise ConfigurationError(str(error), source=source, location=transform_path) from None
     except ValidationError as error:
         item = error.errors(include_url=False)[0]
         message = item["msg"].removeprefix("Value error, ")
@@ -107,10 +135,19 @@ def _decode(text: str, source: str) -> Any:
         raise ConfigurationError(f"invalid JSON: {reason}", source=source) from None
 
 
-def load_topology(path: str | os.PathLike[str] | None = None) -> Topology:
+def load_topology(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    transforms: Transforms | None = None,
+    user_code: bool = True,
+) -> Topology:
     """Read and validate the topology file.
 
     ``path`` defaults to the ``REPLICATION_TOPOLOGY`` setting, then ``topology.json``.
+    ``transforms`` are the transforms registered in code that tasks may name (tasks may always
+    name ``package.module:function``). ``user_code=False`` loads no transform (the emulator, the
+    renderers and the linters need the entities, not the code, and may run where the app's
+    modules are not installed); a runner refuses a task loaded that way.
 
     Raises:
         ConfigurationError: the file is missing, unreadable, a directory, not UTF-8, not JSON
@@ -124,7 +161,7 @@ def load_topology(path: str | os.PathLike[str] | None = None) -> Topology:
     document = _decode(_read(location, source), source)
     if not isinstance(document, dict):
         raise ConfigurationError("the topology must be a JSON object", source=source, location="$")
-    return parse_topology(document, source=source)
+    return parse_topology(document, source=source, transforms=transforms, user_code=user_code)
 
 
 __all__ = ["DEFAULT_TOPOLOGY_PATH", "TOPOLOGY_SETTING", "load_topology", "parse_topology"]

@@ -5,6 +5,12 @@ topology is loaded, each task is resolved once: the pattern is looked up in the 
 options are validated into the pattern's typed options model (compiling any SQL condition in
 them), so that the runtime, the renderers and the linter all use the same typed object and
 nothing re-validates or re-compiles it.
+
+A task's optional ``transform`` names user code that runs on every message before the pattern
+plans it (:mod:`replication.transforms`): ``"package.module:function"``, or the name of a
+function registered in code (a :class:`~replication.transforms.Transforms` passed to
+``load_topology``), either alone or as ``{"function": ..., "timeout": "PT10S"}``. It is imported
+and its signature checked once, at load.
 """
 
 from __future__ import annotations
@@ -16,8 +22,16 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from patterns import PATTERN_NAMES, Pattern, PatternOptions, Target, TaskContext, load_pattern
+from replication.planning import (
+    PATTERN_NAMES,
+    Pattern,
+    PatternOptions,
+    Target,
+    TaskContext,
+    load_pattern,
+)
 from replication.rules import RuleSpec, SpecModel
+from replication.transforms import DEFAULT_TIMEOUT, Transform, Transforms, resolve_function
 
 from ._specs import EntityRef, PositiveDuration
 
@@ -37,6 +51,15 @@ class RetrySpec(SpecModel):
     min_backoff: PositiveDuration = timedelta(seconds=1)
     max_backoff: PositiveDuration = timedelta(seconds=30)
     outage_tolerance: PositiveDuration = timedelta(hours=1)
+
+
+class TransformSpec(SpecModel):
+    """A task's transform: ``function`` (``package.module:function`` or a registered name) and
+    ``timeout``, how long one call may take before its message is parked as
+    ``TransformFailed``. The file may give the function alone, as a string."""
+
+    function: Annotated[str, Field(min_length=1)]
+    timeout: PositiveDuration = timedelta(seconds=DEFAULT_TIMEOUT)
 
 
 class TaskSpec(SpecModel):
@@ -59,6 +82,12 @@ class TaskSpec(SpecModel):
     max_hops: Annotated[int, Field(ge=1)] | None = None
     retry: RetrySpec = Field(default_factory=RetrySpec)
     options: dict[str, Any] = Field(default_factory=dict)
+    transform: TransformSpec | None = None
+
+    @field_validator("transform", mode="before")
+    @classmethod
+    def _function_alone(cls, value: Any) -> Any:
+        return {"function": value} if isinstance(value, str) else value
 
     @field_validator("pattern")
     @classmethod
@@ -80,7 +109,8 @@ class ResolvedTask:
     which the loader reports with the file and JSON path. ``lane_of`` is set on the lanes a
     fan-out task is split into when it is loaded (see :mod:`._lanes`): the name of the task in
     the file, whose spec this lane's spec was derived from (one target, its own subscription
-    or consumer group).
+    or consumer group). ``transform`` is the task's user code, imported and checked (None: the
+    pattern plans the received messages as they are).
     """
 
     spec: TaskSpec
@@ -88,6 +118,7 @@ class ResolvedTask:
     options: PatternOptions
     context: TaskContext
     lane_of: str | None = None
+    transform: Transform | None = None
 
     @property
     def name(self) -> str:
@@ -100,8 +131,23 @@ class ResolvedTask:
         return self.pattern.subscription_rule(self.options)
 
 
-def resolve_task(spec: TaskSpec, *, max_hops: int) -> ResolvedTask:
-    """Look up the task's pattern and validate its options into the pattern's model."""
+def resolve_task(
+    spec: TaskSpec,
+    *,
+    max_hops: int,
+    transforms: Transforms | None = None,
+    user_code: bool = True,
+) -> ResolvedTask:
+    """Look up the task's pattern, validate its options into the pattern's model and load its
+    transform (``transforms``: the functions registered in code; ``user_code=False``: leave
+    ``transform`` None, for tools that never run the task).
+
+    Raises:
+        pydantic.ValidationError: a bad option.
+        replication.transforms.CodeReferenceError: the transform does not import or is not
+            registered.
+        replication.transforms.TransformSignatureError: it cannot take one message.
+    """
     pattern = load_pattern(spec.pattern)
     options = pattern.options_model.model_validate(spec.options)
     context = TaskContext(
@@ -110,7 +156,14 @@ def resolve_task(spec: TaskSpec, *, max_hops: int) -> ResolvedTask:
         targets=tuple(Target(t.namespace, t.entity) for t in spec.targets),
         max_hops=max_hops,
     )
-    return ResolvedTask(spec, pattern, options, context)
+    transform = None
+    if spec.transform is not None and user_code:
+        transform = Transform.of(
+            resolve_function(spec.transform.function, transforms),
+            name=spec.transform.function,
+            timeout=spec.transform.timeout.total_seconds(),
+        )
+    return ResolvedTask(spec, pattern, options, context, transform=transform)
 
 
-__all__ = ["ResolvedTask", "RetrySpec", "TaskSpec", "resolve_task"]
+__all__ = ["ResolvedTask", "RetrySpec", "TaskSpec", "TransformSpec", "resolve_task"]

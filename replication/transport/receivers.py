@@ -78,9 +78,9 @@ from azure.servicebus.exceptions import (
     SessionLockLostError,
 )
 
-from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
+from replication.planning import DeadLetter
 from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe
 from replication.topology import EntityRef, NamespaceSpec
 

@@ -20,9 +20,9 @@ from azure.servicebus.exceptions import MessageSizeExceededError
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from patterns import Target
 from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError
+from replication.planning import Target
 from replication.runtime import RetryPolicy, TargetSender, TaskRunner
 from replication.telemetry import TaskTelemetry, telemetry_enabled
 from replication.topology import (

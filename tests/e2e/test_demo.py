@@ -79,6 +79,9 @@ SHOWCASE = {
     # emea, amer, apac (no route), recall (both regions): 10 each.
     "routing": (40, 40, 0, {"NoRouteMatched": 10}),
     "consolidation": (60, 60, 0, {}),
+    # 12 orders (2 not JSON, 2 whose masked card breaks the schema), 12 sales (3 of an unknown
+    # store), 12 shipments routed by their body's country.
+    "transforms": (36, 29, 0, {"TransformRejected": 5, "ValidationFailed": 2}),
     # 6 accounts x 8 postings in each region, replicated to the other.
     "sessions": (96, 96, 96, {}),
     # 40 orders in neu (20 before, 20 after its outage), 60 in weu, 20 of them while neu is down.

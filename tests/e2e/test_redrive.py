@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
-from patterns import DeadLetter
 from replication.cli import main
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
+from replication.planning import DeadLetter
 from replication.properties import (
     DEAD_LETTER_PROPERTIES,
     DEAD_LETTER_REASON,

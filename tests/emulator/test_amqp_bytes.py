@@ -17,9 +17,8 @@ pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
 from proton import Data, Message, symbol
 
 from emulator._amqp import PERFORMATIVE_FIELDS, Constructor, Performative, Section
-from emulator._codec import message_sections, value_end, with_header
+from emulator._codec import message_sections, split_batch, value_end, with_header
 from emulator._frames import ERROR_DESCRIPTOR, FramePadder
-from emulator._server import split_batch
 
 
 def encoded(**fields: object) -> bytes:

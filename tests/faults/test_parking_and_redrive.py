@@ -49,11 +49,11 @@ from azure.eventhub.amqp import AmqpAnnotatedMessage, AmqpMessageProperties
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from proton import Message
 
-from patterns import DeadLetter
 from replication.cli import main
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost
+from replication.planning import DeadLetter
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_ENQUEUED_TIME,

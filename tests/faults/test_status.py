@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from azure.servicebus import ServiceBusMessage
 
-from patterns import DeadLetter
 from replication.cli import main
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
 from replication.heartbeats import heartbeat_now
+from replication.planning import DeadLetter
 from replication.runtime import parked_copy
 from replication.transport.servicebus import to_servicebus_message
 

@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # The function app under test: this checkout, or another one (to show what an older version
 # does with the same invocations).
 APP_DIRECTORY = Path(os.environ.get("REPLICATION_HOST_APP_DIR", ROOT))
+ISOLATED_SETTING = "REPLICATION_HOST_ISOLATE_FROM"
+"""Set for the worker: the checkout it must keep off the app's import path."""
 
 HOST_CAPABILITIES = {
     # What host 4.x's GrpcWorkerChannel.SendWorkerInitRequest announces outside V2 compatibility
@@ -62,7 +64,19 @@ class WorkerError(AssertionError):
 class WorkerSession:
     """One worker process for one function app (use as a context manager)."""
 
-    def __init__(self, app_settings: Mapping[str, str], *, log: Path) -> None:
+    def __init__(
+        self,
+        app_settings: Mapping[str, str],
+        *,
+        log: Path,
+        app_directory: Path = APP_DIRECTORY,
+        python: str = sys.executable,
+        isolated: bool = False,
+    ) -> None:
+        """``app_directory``: the Function app to index (default: this checkout); ``python``:
+        the interpreter whose environment the app runs in; ``isolated``: the worker drops this
+        checkout from ``sys.path`` once the harness is loaded, so that the app imports the
+        library from its own environment (an installed wheel), as a user's app does."""
         env = {
             key: value
             for key, value in os.environ.items()
@@ -72,9 +86,12 @@ class WorkerSession:
         # The harness modules come from this checkout; the worker puts the app directory first
         # on sys.path before it imports function_app.py (and with it `replication`).
         env["PYTHONPATH"] = str(ROOT)
+        if isolated:
+            env[ISOLATED_SETTING] = str(ROOT)
+        self._app_directory = app_directory
         self._log = log.open("ab")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.host.worker_process", str(APP_DIRECTORY)],
+            [python, "-m", "tests.host.worker_process", str(app_directory)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -133,14 +150,14 @@ class WorkerSession:
             worker_init_request=protos.WorkerInitRequest(
                 host_version="4.1041.200",
                 capabilities=HOST_CAPABILITIES,
-                function_app_directory=str(APP_DIRECTORY),
+                function_app_directory=str(self._app_directory),
             )
         ).worker_init_response
         self._check(init.result, "WorkerInitRequest")
         self.capabilities = dict(init.capabilities)
         indexed = self._exchange(
             functions_metadata_request=protos.FunctionsMetadataRequest(
-                function_app_directory=str(APP_DIRECTORY)
+                function_app_directory=str(self._app_directory)
             )
         ).function_metadata_response
         self._check(indexed.result, "FunctionsMetadataRequest")

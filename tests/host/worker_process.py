@@ -92,6 +92,12 @@ def main() -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
+    isolate_from = os.environ.get("REPLICATION_HOST_ISOLATE_FROM")
+    if isolate_from:
+        # A user's app: the harness is loaded; the library must come from the app's own
+        # environment, not from this checkout (which PYTHONPATH put first).
+        checkout = os.path.realpath(isolate_from)
+        sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != checkout]
     # The proxy's DependencyManager puts the app directory first on sys.path before it imports
     # the runtime, which then imports function_app.py from there.
     sys.path.insert(0, app_directory)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
+from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_ORIGIN_MESSAGE_ID, REPL_PATH
 from spark.dedup_audit import main
 
 pytestmark = pytest.mark.spark
@@ -293,3 +293,15 @@ def test_session_settings_are_restored_after_the_audit_changes_them(spark: Any) 
     assert spark.conf.get(key) == "INT96"
     assert spark.conf.get(unset_key, None) is None
     spark.conf.unset(key)
+
+
+def test_a_replica_with_a_new_message_id_is_matched_by_its_original_id(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A user transform that set a MessageId: the runtime wrote repl-origin-message-id."""
+    renamed = replica("order-7", 1, "a", "b")
+    renamed["properties"][REPL_ORIGIN_MESSAGE_ID] = "x"
+    regions = {"a": [record("x", 0)], "b": [renamed]}
+    report = run(spark, tmp_path, "--expect", "a:b", regions=regions)
+    assert report["unique_messages"] == 1
+    assert report["regions"]["b"]["missing"] == 0

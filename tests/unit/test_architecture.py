@@ -8,7 +8,8 @@ local or not, can exist to dodge one), that the layers only point down, and that
 imports cleanly when it is the first thing a fresh interpreter imports.
 
 The library's packages, bottom up: the leaf value modules at the root (``envelope``,
-``exceptions``, ``properties``, ...), ``sql``, ``rules``, ``telemetry``; ``patterns``;
+``exceptions``, ``properties``, ``planning`` (the pattern contract and registry), ...), ``sql``,
+``rules``, ``telemetry``, ``transforms`` (user code's contract); ``patterns``;
 ``topology``; ``runtime``; ``transport`` (the only importer of the Azure SDKs); ``heartbeats``
 (its core below ``transport``, its host wiring above); the two ``hosts``, which never import
 each other; ``cli``.
@@ -35,10 +36,12 @@ BOTTOM = (
     "replication.exceptions",
     "replication.exit_codes",
     "replication.loops",
+    "replication.planning",
     "replication.properties",
     "replication.rules",
     "replication.sql",
     "replication.telemetry",
+    "replication.transforms",
     "replication.values",
 )
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -266,6 +269,7 @@ ENTRY_MODULES = [
     "replication.topology",
     "replication.runtime",
     "replication.telemetry",
+    "replication.transforms",
     "replication.heartbeats",
     "replication.transport.servicebus",
     "replication.transport.eventhubs",

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from patterns import PATTERN_NAMES
 from replication.cli.plan import walk
 from replication.exit_codes import ExitCode
+from replication.planning import PATTERN_NAMES
 from replication.showcase import SCENARIOS
 from replication.topology import load_topology
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError
 from replication.hosts.functions import (
@@ -27,6 +26,7 @@ from replication.hosts.functions import (
     parse_host_time,
     reread_reasons,
 )
+from replication.planning import DeadLetter
 from replication.properties import DEAD_LETTER_PROPERTIES_OMITTED
 from replication.transport.eventhubs import to_event_data
 from replication.transport.servicebus import MAX_MESSAGE_ID_LENGTH, to_servicebus_message

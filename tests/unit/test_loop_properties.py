@@ -17,7 +17,6 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patterns import Forward, Target, TaskContext
 from patterns.all_active import PATTERN as ALL_ACTIVE
 from patterns.all_active import AllActiveOptions
 from patterns.consolidation import PATTERN as CONSOLIDATION
@@ -28,6 +27,7 @@ from patterns.validation import PATTERN as VALIDATION
 from patterns.validation import ValidationOptions
 from replication.envelope import Envelope
 from replication.loops import should_forward
+from replication.planning import Forward, Target, TaskContext
 from replication.properties import ALL_PROPERTIES, SEPARATOR, read_state
 
 all_active_plan = ALL_ACTIVE.plan

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from patterns import PATTERN_NAMES, Forward, Target, TaskContext, load_pattern
 from replication.envelope import Envelope
+from replication.planning import PATTERN_NAMES, Forward, Target, TaskContext, load_pattern
 from replication.properties import read_state
 
 OPTIONS: dict[str, dict[str, Any]] = {

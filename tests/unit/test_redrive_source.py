@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import ConfigurationError
+from replication.planning import DeadLetter
 from replication.properties import DEAD_LETTER_SOURCE, REPL_PATH, unparked
 from replication.runtime import parked_copy
 from replication.topology import load_topology

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from patterns import Decision, Forward, Pattern, PatternOptions, Target, TaskContext
 from patterns.consolidation import PATTERN as CONSOLIDATION
 from patterns.consolidation import ConsolidationOptions
 from patterns.validation import PATTERN as VALIDATION
@@ -24,6 +23,7 @@ from patterns.validation import ValidationOptions
 from replication.cli.plan import walk
 from replication.envelope import Envelope
 from replication.exit_codes import ExitCode
+from replication.planning import Decision, Forward, Pattern, PatternOptions, Target, TaskContext
 from replication.properties import (
     ALL_PROPERTIES,
     DEAD_LETTER_SOURCE,

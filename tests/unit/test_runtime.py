@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from patterns import Target
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, TransientForwardError
+from replication.planning import Target
 from replication.properties import (
     DEAD_LETTER_BODY_OMITTED,
     DEAD_LETTER_ENQUEUED_TIME,

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 
-from patterns import Target
 from replication.envelope import Envelope
 from replication.exceptions import (
     MessageRejectedError,
     PermanentForwardError,
     TransientForwardError,
 )
+from replication.planning import Target
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
 from replication.runtime import MemoryTarget, RetryPolicy, TaskRunner
 from replication.telemetry import (
@@ -244,7 +244,7 @@ def test_exporters_are_configured_only_when_asked() -> None:
 CONSOLE_RUN = """
 import os
 from pathlib import Path
-from patterns import Target
+from replication.planning import Target
 from replication.envelope import Envelope
 from replication.runtime import TaskRunner
 from replication.telemetry import configure_local_telemetry

@@ -33,10 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import azure.functions as func
 
-from patterns import DeadLetter
 from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.heartbeats.functions import register_heartbeats
+from replication.planning import DeadLetter
 from replication.runtime import TaskRunner
 from replication.telemetry import configure_function_app_telemetry
 from replication.topology import (
@@ -46,6 +46,7 @@ from replication.topology import (
     load_topology,
     requires_session,
 )
+from replication.transforms import Transforms
 from replication.transport.logs import quiet_sdk_loggers
 from replication.transport.senders import SenderFactory
 
@@ -172,16 +173,21 @@ def register_task(
 
 
 def build_app(
-    topology: Topology | None = None, *, environ: dict[str, str] | None = None
+    topology: Topology | None = None,
+    *,
+    environ: dict[str, str] | None = None,
+    transforms: Transforms | None = None,
 ) -> func.FunctionApp:
-    """The Functions app for ``topology`` (default: the file named by ``REPLICATION_TOPOLOGY``).
+    """The Functions app for ``topology`` (default: the file named by ``REPLICATION_TOPOLOGY``,
+    whose tasks may name the ``transforms`` registered in code; see
+    :mod:`replication.transforms`).
 
     Exports telemetry to Application Insights when ``APPLICATIONINSIGHTS_CONNECTION_STRING``
     is set (:mod:`replication.telemetry`), before any runner creates its instruments."""
     quiet_sdk_loggers()
     settings = environ if environ is not None else dict(os.environ)
     configure_function_app_telemetry(settings)
-    topology = topology if topology is not None else load_topology()
+    topology = topology if topology is not None else load_topology(transforms=transforms)
     factory = SenderFactory(topology, settings)
     app = func.FunctionApp()
     for task in topology.tasks:

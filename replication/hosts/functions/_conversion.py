@@ -49,9 +49,9 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from patterns import DeadLetter
 from replication.envelope import MESSAGE_FIELDS, Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError
+from replication.planning import DeadLetter
 from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
 from replication.transport._common import Salvage, text
 from replication.transport._properties import decode_properties

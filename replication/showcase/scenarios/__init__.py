@@ -24,6 +24,7 @@ from . import (
     sessions,
     spillover,
     stream,
+    transforms,
     validation,
 )
 
@@ -36,6 +37,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     stream.SCENARIO,
     routing.SCENARIO,
     consolidation.SCENARIO,
+    transforms.SCENARIO,
     sessions.SCENARIO,
     outage.SCENARIO,
     # failover drill (issue 24): add failover.SCENARIO here.

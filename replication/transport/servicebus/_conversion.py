@@ -17,12 +17,11 @@ so that the caller can dead-letter that one message.
 
 from __future__ import annotations
 
-import uuid
 from types import MappingProxyType
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
-from replication.envelope import Envelope
+from replication.envelope import MAX_MESSAGE_ID_LENGTH, Envelope, position_message_id
 from replication.transport._common import body_bytes, text
 from replication.transport._properties import decode_properties, sdk_properties
 
@@ -62,41 +61,6 @@ def envelope_from_received(
         ),
         source=source,
     )
-
-
-MAX_MESSAGE_ID_LENGTH = 128
-"""Service Bus refuses longer MessageIds."""
-
-
-def position_message_id(envelope: Envelope) -> str:
-    """The MessageId of a message that has none: ``SOURCE/SEQUENCE`` for a Service Bus message,
-    ``SOURCE/PARTITION/SEQUENCE`` for an event.
-
-    The sequence number is the message's stable, unique position within its entity (or the
-    event's within its partition), so every redelivery of the message gets the same id and a
-    target with duplicate detection keeps one copy. The offset is not stable: on a
-    geo-replicated Event Hubs namespace the Functions extension (6.5 and later) reports
-    ``Offset`` as -1 for every event and moves the position into ``OffsetString``, so an
-    offset-based id (the .NET replication library uses the bare offset) would give every such
-    event the same MessageId and a target with duplicate detection would keep only one. The
-    source (logical ``namespace/entity``) keeps messages of different entities apart when
-    several are consolidated into one. Ids longer than Service Bus allows become a UUID derived
-    from the same text, just as stable across redeliveries.
-
-    Raises:
-        ValueError: the envelope has neither a sequence number nor an offset.
-    """
-    if envelope.sequence_number is not None:
-        position = str(envelope.sequence_number)
-    elif envelope.offset is not None:
-        position = f"offset-{envelope.offset}"
-    else:
-        raise ValueError("a message without message-id needs a sequence number or an offset")
-    parts = [envelope.source, envelope.partition_id, position]
-    message_id = "/".join(part for part in parts if part is not None)
-    if len(message_id) > MAX_MESSAGE_ID_LENGTH:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, message_id))
-    return message_id
 
 
 def replica_ids(envelope: Envelope) -> tuple[str | None, str | None, str | None]:

@@ -1,4 +1,4 @@
-"""What every pattern module provides and returns: targets, decisions and the pattern record.
+"""What a federation pattern is, what it decides, and the registry that finds patterns by name.
 
 A pattern is pure: given a batch of :class:`~replication.envelope.Envelope` and the task's
 context and options, it returns one or more :data:`Decision` per input message. It never does
@@ -9,13 +9,25 @@ Everything the rest of the library needs from a pattern is declared on its one
 on a topic subscription it reads, the SQL conditions among its options (for ``lint-rules``)
 and its own checks of a task's configuration. The topology validates a task's options once,
 into that model, and hands the same object to every hook.
+
+The pattern modules themselves (one per pattern) live in the repository's top-level
+``patterns/`` folder. The library never imports them by a fixed name: :func:`load_pattern`
+imports ``<package>.<module>`` from :func:`patterns_package`, which is ``replication.patterns``
+where the library is installed as a wheel (``setup.py`` installs the ``patterns/`` folder
+there, so no generic top-level name lands in site-packages) and the top-level ``patterns``
+package in a checkout and in the Function app deployed as the repository's files. Adding a
+pattern is one module in ``patterns/`` and one line in ``_REGISTRY``; modules are imported
+lazily, so a misspelt name costs nothing and gets a "did you mean" from the topology validator.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -55,11 +67,17 @@ class TaskContext:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Forward:
-    """Send ``envelope`` (already stamped as a replica) to ``target``."""
+    """Send ``envelope`` (already stamped as a replica) to ``target``.
+
+    ``part`` tells the replicas of one message apart when a user transform split it (1, 2, ...;
+    0 when the message has one replica): the runtime remembers what a target acknowledged per
+    source position and part, so a redelivered batch re-sends only the parts that are missing.
+    """
 
     source: Envelope
     envelope: Envelope
     target: Target
+    part: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -126,7 +144,45 @@ class Pattern(Generic[OptionsT]):
     fans_out: bool = False
 
 
+_REGISTRY: dict[str, str] = {
+    "all_active": "all_active",
+    "active_passive": "active_passive",
+    "spillover": "spillover",
+    "latency_optimization": "latency_optimization",
+    "stream_to_queue": "stream_to_queue",
+    "consolidation": "consolidation",
+    "validation": "validation",
+    "routing": "routing",
+}
+"""Pattern name -> module of the patterns package."""
+
+PATTERN_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+INSTALLED_PATTERNS_PACKAGE = "replication.patterns"
+CHECKOUT_PATTERNS_PACKAGE = "patterns"
+
+
+@functools.cache
+def patterns_package() -> str:
+    """Where the pattern modules are imported from: ``replication.patterns`` in an installed
+    wheel, else the checkout's (or deployed app's) top-level ``patterns`` package."""
+    if importlib.util.find_spec(INSTALLED_PATTERNS_PACKAGE) is not None:
+        return INSTALLED_PATTERNS_PACKAGE
+    return CHECKOUT_PATTERNS_PACKAGE
+
+
+def load_pattern(name: str) -> Pattern[Any]:
+    """The pattern registered as ``name`` (KeyError for an unknown name; the topology checks
+    names with a "did you mean" before anything loads a pattern)."""
+    module = importlib.import_module(f"{patterns_package()}.{_REGISTRY[name]}")
+    pattern: Pattern[Any] = module.PATTERN
+    return pattern
+
+
 __all__ = [
+    "CHECKOUT_PATTERNS_PACKAGE",
+    "INSTALLED_PATTERNS_PACKAGE",
+    "PATTERN_NAMES",
     "DeadLetter",
     "Decision",
     "Forward",
@@ -136,7 +192,9 @@ __all__ = [
     "Skip",
     "Target",
     "TaskContext",
+    "load_pattern",
     "no_checks",
     "no_sql_conditions",
     "no_subscription_rule",
+    "patterns_package",
 ]

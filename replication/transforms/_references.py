@@ -1,0 +1,65 @@
+"""``package.module:attribute`` references to user code, imported once when a topology loads.
+
+The topology names user code the way entry points do: a transform
+(``"transform": "contoso.replication:mask_card"``), a pydantic model for the validation
+pattern's ``bodyModel``. :func:`import_reference` imports the module and returns the attribute
+(a dotted attribute path such as ``module:Class.method`` is followed). Every failure is a
+:class:`CodeReferenceError` whose message says what is wrong in one line: a reference that is
+not ``module:attribute``, a module that is not found (with where it was looked for), a module
+that fails to import (the exception's type and message), an attribute that is missing (with a
+"did you mean"). The topology loader adds the file and JSON path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import re
+
+_REFERENCE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+
+
+class CodeReferenceError(ValueError):
+    """A ``module:attribute`` reference that cannot be imported (the message says why)."""
+
+
+def import_reference(reference: str) -> object:
+    """The object ``reference`` (``package.module:attribute``) names, importing its module.
+
+    Raises:
+        CodeReferenceError: see the module docstring.
+    """
+    if not _REFERENCE.match(reference):
+        raise CodeReferenceError(
+            f"'{reference}' is not a reference to code: write 'package.module:function'"
+        )
+    module_name, _, attribute_path = reference.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is not None and module_name.startswith(error.name):
+            raise CodeReferenceError(
+                f"module '{error.name}' not found: put it beside function_app.py or install it "
+                "into the app's environment (it must be importable where the app runs)"
+            ) from error
+        raise CodeReferenceError(
+            f"importing '{module_name}' failed: {type(error).__name__}: {error}"
+        ) from error
+    except Exception as error:
+        raise CodeReferenceError(
+            f"importing '{module_name}' failed: {type(error).__name__}: {error}"
+        ) from error
+    target: object = module
+    walked = module_name
+    for name in attribute_path.split("."):
+        if not hasattr(target, name):
+            public = [n for n in dir(target) if not n.startswith("_")]
+            close = difflib.get_close_matches(name, public, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise CodeReferenceError(f"'{walked}' has no attribute '{name}'{hint}")
+        target = getattr(target, name)
+        walked = f"{walked}:{name}" if walked == module_name else f"{walked}.{name}"
+    return target
+
+
+__all__ = ["CodeReferenceError", "import_reference"]

@@ -182,6 +182,7 @@ run_bench() {
     ensure_venv
     ensure_java
     ensure_host_venv
+    ensure_node_tools  # Azurite: bench_failover.py's binding store
     for script in benchmarks/bench_*.py; do
         log "$script"
         case "$script" in

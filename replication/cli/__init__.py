@@ -50,6 +50,18 @@ COMMANDS: dict[str, Command] = {
         "move one task's parked or dead-lettered messages back into replication",
         "replication.cli.redrive",
     ),
+    "failover": Command(
+        "move an application's publishers and consumers to a replica namespace",
+        "replication.cli.failover",
+    ),
+    "failback": Command(
+        "move an application's clients back to the namespace its replica copies",
+        "replication.cli.failover",
+    ),
+    "drill": Command(
+        "kill a primary, switch, restore, fail back on this machine, and measure it",
+        "replication.cli.drill",
+    ),
     "render": Command("generate configuration from the topology", "replication.cli.render"),
     "demo": Command(
         "every pattern on the local emulator, counted from what the brokers hold (or one "

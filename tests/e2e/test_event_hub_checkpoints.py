@@ -21,6 +21,7 @@ from azure.storage.blob import ContainerClient
 pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
 
 import emulator
+from replication.drill import AZURITE_ACCOUNT, AZURITE_KEY
 from replication.exceptions import ConfigurationError
 from replication.hosts.local import LocalHost
 from replication.render.emulator_config import emulator_config
@@ -28,7 +29,6 @@ from replication.topology import Topology, load_topology
 from replication.transport.consumers import drain_servicebus
 from replication.transport.eventhubs import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
 from replication.transport.status import read_status
-from tests.e2e.conftest import AZURITE_ACCOUNT, AZURITE_KEY
 
 pytestmark = pytest.mark.emulator
 

@@ -59,6 +59,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "replication.topology",
         *BOTTOM,
     ),
+    # The failover feature's decisions (log, origin, bindings, follower, publisher choice, state,
+    # checkpoint arithmetic) import no transport; only its client wirings (``publishers``,
+    # ``consumers``, ``event_hub_consumer``) and the package root, which re-exports them, do.
+    "replication.failover._": ("replication.failover._", "replication.topology", *BOTTOM),
 }
 # What a package must never import (prefixes), beyond what ALLOWED already rules out.
 FORBIDDEN: dict[str, tuple[str, ...]] = {

@@ -7,10 +7,17 @@
   storage account ``AzureWebJobsStorage`` names.
 """
 
-from ._checkpoints import CONTAINER_SETTING, DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
+from ._checkpoints import (
+    API_VERSION,
+    CONTAINER_SETTING,
+    DEFAULT_CONTAINER,
+    STORAGE_SETTING,
+    checkpoint_store,
+)
 from ._conversion import envelope_from_event, salvaged_event, to_event_data
 
 __all__ = [
+    "API_VERSION",
     "CONTAINER_SETTING",
     "DEFAULT_CONTAINER",
     "STORAGE_SETTING",

@@ -1,0 +1,232 @@
+"""What the failover helpers cost, measured beside the bare SDK in one run.
+
+Run: ``.venv/bin/python benchmarks/bench_failover.py [--messages N] [--rounds R] [--drill]``.
+
+One emulator process serves the two Service Bus namespaces of
+``examples/active-passive-failover.json`` and Azurite holds the binding store, as an
+application would have them. Each round runs both variants, in alternating order, from empty
+subscriptions, so that the shared machine's speed affects each alike; the figures are the
+medians of the rounds, and the ratio also as the median of each round's own ratio:
+
+- **publisher**: N messages sent one at a time with ``ServiceBusSender.send_messages`` (a bare
+  SDK sender on the primary) and with :class:`~replication.failover.FailoverPublisher` (binding
+  store read every 5 s, MessageIds given), time per message and the ratio (goal: at most 1.1);
+- **skip helper in memory**: :meth:`ProcessedLog.decide` plus :meth:`ProcessedLog.record` per
+  message, with a log holding 100,000 entries;
+- **consumer**: N messages received in batches of 50 and completed, with a bare SDK receiver
+  and with :class:`~replication.failover.FailoverConsumer` (every batch screened by the log,
+  its entries appended to the log's blob before the batch is completed), per message and the
+  ratio;
+- with ``--drill``: ``python -m replication drill`` planned and forced, their RTO figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+
+from replication.drill._processes import azurite
+from replication.failover import FailoverConsumer, FailoverPublisher, FailoverStore, ProcessedLog
+from replication.failover._origin import OriginPosition
+from replication.hosts.local import emulator_process
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "active-passive-failover.json"
+
+
+def bare_publish(connection: str, count: int) -> float:
+    with (
+        ServiceBusClient.from_connection_string(connection) as client,
+        client.get_topic_sender("orders") as sender,
+    ):
+        sender.send_messages(ServiceBusMessage(b"warm"))
+        started = time.perf_counter()
+        for index in range(count):
+            sender.send_messages(ServiceBusMessage(b"x" * 256, message_id=f"b-{index}"))
+        return (time.perf_counter() - started) / count
+
+
+def failover_publish(namespaces: dict[str, str], store: FailoverStore, count: int) -> float:
+    with FailoverPublisher.service_bus(
+        app="bench", entity="orders", namespaces=namespaces, store=store
+    ) as publisher:
+        publisher.send(ServiceBusMessage(b"warm"))
+        started = time.perf_counter()
+        for _ in range(count):
+            publisher.send(ServiceBusMessage(b"x" * 256))
+        return (time.perf_counter() - started) / count
+
+
+def bare_consume(connection: str, count: int) -> float:
+    with (
+        ServiceBusClient.from_connection_string(connection) as client,
+        client.get_subscription_receiver("orders", "billing", prefetch_count=0) as receiver,
+    ):
+        received = 0
+        started = time.perf_counter()
+        while received < count:
+            batch = receiver.receive_messages(max_message_count=50, max_wait_time=5)
+            if not batch:
+                raise RuntimeError(f"only {received} of {count} came back")
+            for message in batch:
+                receiver.complete_message(message)
+            received += len(batch)
+        return (time.perf_counter() - started) / count
+
+
+def failover_consume(namespaces: dict[str, str], store: FailoverStore, count: int) -> float:
+    consumer = FailoverConsumer.service_bus(
+        app="bench",
+        instance=uuid.uuid4().hex[:6],
+        entity="orders",
+        subscription="billing",
+        namespaces=namespaces,
+        store=store,
+    )
+    with consumer:
+        received = 0
+        for message in consumer.receive(max_message_count=1, max_wait_time=1):  # opens the link
+            consumer.complete(message)
+            received += 1
+        started = time.perf_counter()
+        while received < count:
+            batch = consumer.receive(max_message_count=50, max_wait_time=5)
+            if not batch and received < count:
+                raise RuntimeError(f"only {received} of {count} came back")
+            for message in batch:
+                consumer.complete(message)
+            received += len(batch)
+        consumer.checkpoint()
+        return (time.perf_counter() - started) / count
+
+
+def fill(connection: str, count: int) -> None:
+    with (
+        ServiceBusClient.from_connection_string(connection) as client,
+        client.get_topic_sender("orders") as sender,
+    ):
+        for start in range(0, count, 100):
+            sender.send_messages(
+                [ServiceBusMessage(b"x" * 256) for _ in range(min(100, count - start))]
+            )
+
+
+def drain(connection: str) -> None:
+    """Empty both subscriptions (no replicator runs here), so every round starts alike."""
+    with ServiceBusClient.from_connection_string(connection) as client:
+        for subscription in ("billing", "replication"):
+            with client.get_subscription_receiver("orders", subscription) as receiver:
+                while batch := receiver.receive_messages(max_message_count=100, max_wait_time=1):
+                    for message in batch:
+                        receiver.complete_message(message)
+
+
+def skip_helper_cost(entries: int = 100_000, checks: int = 200_000) -> float:
+    log = ProcessedLog(max_entries=entries)
+    now = datetime.now(UTC)
+    for index in range(entries):
+        log.record(f"m-{index}", OriginPosition("primary", now, index))
+    origin = OriginPosition("primary", now, 0)
+    started = time.perf_counter()
+    for index in range(checks):
+        message_id = f"n-{index}"
+        if not log.decide(message_id, origin).skip:
+            log.record(message_id, origin)
+    return (time.perf_counter() - started) / checks
+
+
+def drill(mode: str) -> dict[str, object]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "replication",
+            "drill",
+            "--topology",
+            str(EXAMPLE),
+            f"--{mode}",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    report: dict[str, object] = json.loads(result.stdout)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--drill", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as workdir, emulator_process(EXAMPLE) as settings:
+        namespaces = {"primary": settings["SB_PRIMARY"], "secondary": settings["SB_SECONDARY"]}
+        with azurite(Path(workdir)) as storage:
+            store = FailoverStore.from_connection_string(storage)
+            bare, wrapped, bare_in, wrapped_in = [], [], [], []
+            primary = namespaces["primary"]
+            for round_number in range(args.rounds):
+                # Alternate which variant goes first: the machine's speed drifts.
+                for variant in ("bare", "failover")[:: 1 if round_number % 2 == 0 else -1]:
+                    drain(primary)
+                    if variant == "bare":
+                        bare.append(bare_publish(primary, args.messages))
+                    else:
+                        wrapped.append(failover_publish(namespaces, store, args.messages))
+                    drain(primary)
+                    fill(primary, args.messages)
+                    if variant == "bare":
+                        bare_in.append(bare_consume(primary, args.messages))
+                    else:
+                        wrapped_in.append(failover_consume(namespaces, store, args.messages))
+            store.close()
+    send_bare, send_failover = statistics.median(bare), statistics.median(wrapped)
+    get_bare, get_failover = statistics.median(bare_in), statistics.median(wrapped_in)
+    print(f"{args.messages} messages x {args.rounds} rounds, medians")
+    send_ratio = statistics.median(w / b for w, b in zip(wrapped, bare, strict=True))
+    get_ratio = statistics.median(w / b for w, b in zip(wrapped_in, bare_in, strict=True))
+    print(
+        f"publisher: bare SDK {send_bare * 1000:.2f} ms/message, FailoverPublisher "
+        f"{send_failover * 1000:.2f} ms/message: {send_failover / send_bare:.2f}x "
+        f"(median of the rounds' ratios {send_ratio:.2f}x)"
+    )
+    print(
+        "skip helper in memory (decide + record, 100,000 entries): "
+        f"{skip_helper_cost() * 1e6:.2f} µs/message"
+    )
+    print(
+        f"consumer (batches of 50): bare SDK {get_bare * 1000:.2f} ms/message, FailoverConsumer "
+        f"{get_failover * 1000:.2f} ms/message: {get_failover / get_bare:.2f}x "
+        f"(median of the rounds' ratios {get_ratio:.2f}x)"
+    )
+    if args.drill:
+        for mode in ("planned", "forced"):
+            report = drill(mode)
+            for phase in ("failover", "failback"):
+                for kind, figures in report[phase].items():  # type: ignore[attr-defined]
+                    print(
+                        f"drill {mode} {phase} {kind}: "
+                        f"RTO publish {figures['rto_publish_seconds']} s, "
+                        f"consume {figures['rto_consume_seconds']} s, lost {figures['lost']}, "
+                        f"duplicates {figures['duplicates_with_skip_helper']} with the helper, "
+                        f"{figures['duplicates_without_skip_helper']} without"
+                    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""``python -m replication drill --topology FILE [--planned|--forced] [--json]``: a failover drill.
+
+Runs :func:`replication.drill.run_drill` on this machine (one emulator process per namespace,
+Azurite from ``node_modules``, the replicator, two sample applications written with
+:mod:`replication.failover`) and prints, for the failover and the failback separately and per
+application: published, consumed, lost (each named), RTO (longest time without a successful
+publish, and without a processed message), duplicates the application saw with the skip helper
+and without it, and the switch time per client. ``--json`` prints the same as one JSON object.
+Progress lines go to stderr.
+
+Exit codes: ``OK``; ``FINDINGS`` (1) when a planned drill lost a message, a switch command
+failed, or a message is still missing at the end; ``CONFIGURATION`` (2) for a topology the drill
+cannot use; ``UNAVAILABLE`` (3) when a process of the drill did not start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from replication.drill import DrillReport, run_drill
+from replication.drill._processes import DrillSetupError
+from replication.exit_codes import ExitCode
+from replication.topology import load_topology
+
+from ._options import add_topology_option
+
+COLUMNS = (
+    ("published", "published"),
+    ("consumed", "consumed"),
+    ("lost", "lost"),
+    ("RTO publish s", "rto_publish_seconds"),
+    ("RTO consume s", "rto_consume_seconds"),
+    ("dup. with helper", "duplicates_with_skip_helper"),
+    ("dup. without", "duplicates_without_skip_helper"),
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_topology_option(parser)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--planned", action="store_true", help="planned failover, then maintenance (default)"
+    )
+    mode.add_argument("--forced", action="store_true", help="kill the primary, then force")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    topology = load_topology(args.topology)
+    try:
+        report = run_drill(Path(args.topology), topology, forced=args.forced, progress=sys.stderr)
+    except DrillSetupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.UNAVAILABLE
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2))
+    else:
+        print(render(report))
+    return ExitCode.FINDINGS if report.findings else ExitCode.OK
+
+
+def render(report: DrillReport) -> str:
+    """The report as a table per phase, the switch output and the losses."""
+    lines = [f"{report.mode} drill"]
+    for kind, pick in report.applications.items():
+        reads = f" ({pick.reader})" if pick.reader else ""
+        lines.append(
+            f"  {kind}: {pick.app} on {pick.entity}{reads}, {pick.primary} -> {pick.secondary}"
+        )
+    header = f"  {'phase':9} {'application':12}" + "".join(f"{name:>17}" for name, _ in COLUMNS)
+    lines += ["", header + f"{'switch publisher/consumer s':>30}"]
+    for phase, figures in (("failover", report.failover), ("failback", report.failback)):
+        for kind, numbers in figures.items():
+            values = numbers.as_json()
+            cells = "".join(f"{values[key]!s:>17}" for _, key in COLUMNS)
+            switch = numbers.switch_seconds
+            lines.append(
+                f"  {phase:9} {kind:12}{cells}{switch['publisher']!s:>20} / {switch['consumer']!s}"
+            )
+            if numbers.lost_messages:
+                shown = ", ".join(numbers.lost_messages[:20])
+                more = " ..." if len(numbers.lost_messages) > 20 else ""
+                lines.append(f"      lost: {shown}{more}")
+    lines += ["", "switch commands:"] + [f"  {line}" for line in report.switch_output]
+    missing = {kind: ids for kind, ids in report.lost_at_end.items() if ids}
+    lines.append("")
+    lines.append(
+        "lost at the end: "
+        + (
+            ", ".join(f"{kind} {len(ids)}: {' '.join(ids[:20])}" for kind, ids in missing.items())
+            or "none"
+        )
+    )
+    return "\n".join(lines)

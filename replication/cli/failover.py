@@ -1,0 +1,92 @@
+"""``python -m replication failover|failback``: move an application's clients to another namespace.
+
+::
+
+    python -m replication failover --topology FILE --app NAME [--instance ID] [--entity E]
+        --to NAMESPACE [--dry-run] [--force] [--settle SECONDS] [--timeout SECONDS]
+
+The switch is written to the application's binding document in the failover store
+(``REPLICATION_FAILOVER_STORAGE``, else ``AzureWebJobsStorage``; container
+``REPLICATION_FAILOVER_CONTAINER``, default ``replication-failover``); the application's
+:mod:`replication.failover` clients follow it within their poll interval. The order of the
+planned path, what it waits for and what it refuses are in :mod:`replication.failover._plan`,
+the execution in :mod:`replication.failover.switching`; each step is printed with the figures
+it waited on. ``--dry-run`` prints the plan and the
+current figures (backlogs, messages not replicated: the RPO of a failover now) and changes
+nothing. ``--force`` switches at once and names what the old namespace has not replicated.
+
+The command holds the binding document's blob lease while it runs, so a second switch of the
+same application is refused; a command that dies leaves a lease that expires within 60 s.
+
+Exit codes: ``OK`` (done, or nothing to do); ``CONFIGURATION`` (2) for a refused switch (a
+namespace not part of the replication, the wrong direction, a switch in progress) or bad
+settings; ``UNAVAILABLE`` (3) when the planned path did not see replication catch up (or the
+namespace drain) within ``--timeout``: the publishers are moved back and nothing else changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from replication.exceptions import ConfigurationError
+from replication.failover._plan import Direction
+from replication.failover.switching import DEFAULT_SETTLE, DEFAULT_TIMEOUT, switch
+from replication.topology import load_topology
+from replication.transport.connections import check_settings
+from replication.transport.failover import failover_store_from_settings
+
+from ._options import add_topology_option
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_topology_option(parser)
+    parser.add_argument("--app", required=True, help="the application whose clients move")
+    parser.add_argument("--instance", help="move only this instance of the application")
+    parser.add_argument("--entity", help="move only the clients of this entity")
+    parser.add_argument("--to", required=True, metavar="NAMESPACE", help="where they move")
+    parser.add_argument("--dry-run", action="store_true", help="print the steps; change nothing")
+    parser.add_argument(
+        "--force", action="store_true", help="switch at once, accepting what is not replicated"
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=DEFAULT_SETTLE,
+        help=f"seconds for clients to follow a change (default {DEFAULT_SETTLE:g})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds to wait for replication or drain (default {DEFAULT_TIMEOUT:g})",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    topology = load_topology(args.topology)
+    environ = dict(os.environ)
+    check_settings(topology.namespaces, environ)
+    store = failover_store_from_settings(environ)
+    if store is None:
+        raise ConfigurationError(
+            "no failover store: set REPLICATION_FAILOVER_STORAGE (or AzureWebJobsStorage) to a "
+            "storage connection string"
+        )
+    try:
+        return switch(
+            topology,
+            store,
+            environ,
+            app=args.app,
+            instance=args.instance,
+            entity=args.entity,
+            target=args.to,
+            direction=Direction(args.command),
+            force=args.force,
+            dry_run=args.dry_run,
+            settle=args.settle,
+            timeout=args.timeout,
+        )
+    finally:
+        store.close()

@@ -1,0 +1,26 @@
+"""The failover drill: ``python -m replication drill`` (see :mod:`replication.drill._drill`).
+
+- ``_processes``: one emulator process per namespace (killable), Azurite, the replicator;
+- ``_apps``: the sample applications, written with :mod:`replication.failover`;
+- ``_figures``: published, consumed, lost, RTO, duplicates and switch times per phase;
+- ``_drill``: the drill itself, :func:`run_drill`.
+"""
+
+from ._drill import DrillReport, DrillSettings, Pick, pick_applications, run_drill
+from ._figures import Done, PhaseFigures, phase_figures
+from ._processes import AZURITE_ACCOUNT, AZURITE_KEY, DrillSetupError, azurite
+
+__all__ = [
+    "AZURITE_ACCOUNT",
+    "AZURITE_KEY",
+    "Done",
+    "DrillReport",
+    "DrillSettings",
+    "DrillSetupError",
+    "PhaseFigures",
+    "Pick",
+    "azurite",
+    "phase_figures",
+    "pick_applications",
+    "run_drill",
+]

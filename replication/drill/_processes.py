@@ -1,0 +1,181 @@
+"""The processes of a drill: one emulator per namespace, Azurite, and the replicator.
+
+Each namespace of the topology is served by its own ``python -m emulator`` process
+(:class:`~replication.hosts.local.EmulatorProcess`) with a data directory (the emulator saves a
+message before it acknowledges it, so a killed namespace keeps what it accepted), so that the
+drill can kill one with SIGKILL and start it again on the same port. Azurite
+(``node_modules/.bin/azurite-blob``, installed by ``npm ci``) holds the binding documents, the
+consumers' logs and the checkpoints; ``python -m replication run`` replicates, as a user runs
+it. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from replication.exceptions import ReplicationError
+from replication.hosts.local import SECTIONS, EmulatorProcess, EmulatorStartError
+from replication.render.emulator_config import emulator_config
+from replication.topology import Topology
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 30.0
+AZURITE_BLOB = ROOT / "node_modules" / ".bin" / "azurite-blob"
+# Azurite's documented development account (public, the same on every machine).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+class DrillSetupError(ReplicationError):
+    """A process of the drill did not start; the message holds its last output."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise DrillSetupError(f"{what} did not start: {tail}")
+        time.sleep(0.1)
+
+
+def _end(process: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGCONT)
+    process.send_signal(sig)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class NamespaceProcess:
+    """One namespace served by its own emulator process (:class:`EmulatorProcess`), killable
+    and restartable on the same port with what it acknowledged."""
+
+    def __init__(self, name: str, section: Mapping[str, Any], workdir: Path) -> None:
+        self.name = name
+        directory = workdir / name
+        self._process = EmulatorProcess(
+            {"UserConfig": {**section, "Logging": {"Type": "Console"}}},
+            directory,
+            data_dir=directory / "data",
+            startup_timeout=START_TIMEOUT,
+        )
+
+    @property
+    def connection_string(self) -> str:
+        return self._process.connections[self.name]
+
+    def start(self) -> None:
+        try:
+            self._process.start()
+        except EmulatorStartError as error:
+            raise DrillSetupError(f"the emulator of {self.name}: {error}") from error
+
+    def kill(self) -> None:
+        """SIGKILL: the namespace crashes; what it acknowledged survives in its data dir."""
+        self._process.kill()
+
+    def stop(self) -> None:
+        self._process.stop()
+
+
+def namespace_processes(topology: Topology, workdir: Path) -> dict[str, NamespaceProcess]:
+    """One (not yet started) emulator process per namespace of ``topology``."""
+    config = emulator_config(topology)["UserConfig"]
+    processes: dict[str, NamespaceProcess] = {}
+    for key in SECTIONS:
+        for namespace in config.get(key, []):
+            processes[namespace["Name"]] = NamespaceProcess(
+                namespace["Name"], {key: [namespace]}, workdir
+            )
+    return processes
+
+
+@contextlib.contextmanager
+def azurite(workdir: Path) -> Iterator[str]:
+    """Azurite's blob service on a free port until the block exits; yields its connection
+    string."""
+    if not AZURITE_BLOB.exists():
+        raise DrillSetupError(f"{AZURITE_BLOB} is missing: run `npm ci` (./dev.sh test does)")
+    port = free_port()
+    location = workdir / "azurite"
+    location.mkdir(parents=True, exist_ok=True)
+    log = workdir / "azurite.log"
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [
+                str(AZURITE_BLOB),
+                "--silent",
+                "--skipApiVersionCheck",
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(port),
+                "--location",
+                str(location),
+            ],
+            stdout=output,
+            stderr=output,
+        )
+    try:
+        _wait_for_port(port, process, log, "Azurite")
+        yield (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
+            f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+        )
+    finally:
+        _end(process, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def replicator(
+    topology_path: Path, environ: Mapping[str, str], log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m replication run`` against the drill's namespaces until the block exits."""
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "replication", "run", "--topology", str(topology_path)],
+            cwd=ROOT,
+            env={**os.environ, **environ},
+            stdout=output,
+            stderr=output,
+        )
+    try:
+        yield process
+    finally:
+        _end(process, signal.SIGTERM)
+
+
+__all__ = [
+    "DrillSetupError",
+    "NamespaceProcess",
+    "azurite",
+    "free_port",
+    "namespace_processes",
+    "replicator",
+]

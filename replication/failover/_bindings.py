@@ -1,0 +1,230 @@
+"""The binding document: which namespace each client of one application uses, per role.
+
+One JSON document per application (a blob ``bindings/<app>.json`` in the binding store, see
+:mod:`replication.transport.failover`) says where the application's publishers send and
+its consumers read. A rule may be narrowed to one instance (``instance``, the client's own
+identity, e.g. a host name) and to one entity; the most specific matching rule wins (instance
+and entity, then instance, then entity, then the application's default rule). Publishers and
+consumers are bound separately because a planned switch moves them at different moments
+(publishers first, then consumers once replication has caught up; see
+:mod:`replication.failover._plan`)::
+
+    {
+      "schema": 1,
+      "app": "orders-app",
+      "generation": 4,
+      "namespaces": ["primary", "secondary"],
+      "bindings": [
+        {"publish": "primary", "consume": "primary"},
+        {"entity": "orders", "publish": "secondary", "consume": "secondary"}
+      ],
+      "switch": null,
+      "history": [...]
+    }
+
+``generation`` grows by one with every change, so a client can tell an operator's decision from
+the state it already follows. ``switch`` describes a switch in progress (its phase, for
+``status`` and for the operator who finds a switch that did not finish); ``history`` keeps the
+last :data:`HISTORY_LENGTH` switches. Mutual exclusion of switches is the store's blob lease, not
+this field.
+
+:func:`parse_bindings` raises :class:`BindingDocumentError` naming the blob and the JSON path of
+the first problem; clients then keep the namespace they last used (see
+:mod:`replication.failover._follower`).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from replication.exceptions import ConfigurationError
+from replication.rules import SpecModel
+from replication.topology import json_path
+
+SCHEMA: Literal[1] = 1
+HISTORY_LENGTH = 20
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._\-/~:]{0,259}$"
+
+
+class Role(enum.StrEnum):
+    """What a client does with the entity: send to it, or receive from it."""
+
+    PUBLISH = "publish"
+    CONSUME = "consume"
+
+
+class SwitchKind(enum.StrEnum):
+    PLANNED = "planned"
+    FORCED = "forced"
+
+
+class BindingDocumentError(ConfigurationError):
+    """A binding document that cannot be read (not JSON, wrong schema, unknown namespace)."""
+
+
+Name = Annotated[str, Field(pattern=_NAME)]
+
+
+class BindingRule(SpecModel):
+    """Where the clients this rule matches publish and consume."""
+
+    instance: Name | None = None
+    entity: Name | None = None
+    publish: Name
+    consume: Name
+
+    def matches(self, instance: str | None, entity: str | None) -> bool:
+        return (self.instance is None or self.instance == instance) and (
+            self.entity is None or self.entity == entity
+        )
+
+    @property
+    def specificity(self) -> int:
+        return (2 if self.instance is not None else 0) + (1 if self.entity is not None else 0)
+
+    def namespace(self, role: Role) -> str:
+        return self.publish if role is Role.PUBLISH else self.consume
+
+
+class SwitchRecord(SpecModel):
+    """A switch: started (``finished_at`` None while it runs) or done, with its outcome."""
+
+    id: Name
+    kind: SwitchKind
+    source: Name
+    target: Name
+    instance: Name | None = None
+    entity: Name | None = None
+    phase: str
+    started_at: datetime
+    by: str
+    finished_at: datetime | None = None
+    outcome: str | None = None
+    unreplicated: int | None = None
+
+
+class BindingDocument(SpecModel):
+    """One application's bindings (see the module docstring)."""
+
+    schema_: Literal[1] = Field(default=SCHEMA, alias="schema")
+    app: Name
+    generation: Annotated[int, Field(ge=0)] = 0
+    namespaces: Annotated[list[Name], Field(min_length=1)]
+    bindings: list[BindingRule] = Field(default_factory=list)
+    switch: SwitchRecord | None = None
+    history: list[SwitchRecord] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _names_known(self) -> BindingDocument:
+        known = set(self.namespaces)
+        for index, rule in enumerate(self.bindings):
+            for role in Role:
+                name = rule.namespace(role)
+                if name not in known:
+                    raise ValueError(
+                        f"bindings[{index}].{role.value}: unknown namespace {name!r}; "
+                        f"known: {', '.join(self.namespaces)}"
+                    )
+        return self
+
+    def rule_for(self, instance: str | None, entity: str | None) -> BindingRule | None:
+        """The most specific rule matching the client, or None when none matches."""
+        matching = [rule for rule in self.bindings if rule.matches(instance, entity)]
+        return max(matching, key=lambda rule: rule.specificity, default=None)
+
+    def resolve(self, instance: str | None, entity: str | None, role: Role) -> str | None:
+        """The namespace the client uses for ``role``, or None when no rule matches it."""
+        rule = self.rule_for(instance, entity)
+        return None if rule is None else rule.namespace(role)
+
+    def bound(
+        self,
+        *,
+        instance: str | None,
+        entity: str | None,
+        publish: str | None = None,
+        consume: str | None = None,
+        default: str,
+    ) -> BindingDocument:
+        """A new generation with the exact rule for (``instance``, ``entity``) set; the roles
+        not given keep what the client resolves to now (``default`` when nothing matches)."""
+        current = self.rule_for(instance, entity)
+        rule = BindingRule(
+            instance=instance,
+            entity=entity,
+            publish=publish or (current.publish if current else default),
+            consume=consume or (current.consume if current else default),
+        )
+        rules = [r for r in self.bindings if (r.instance, r.entity) != (instance, entity)]
+        return self.model_copy(
+            update={"bindings": [*rules, rule], "generation": self.generation + 1}
+        )
+
+    def with_switch(self, switch: SwitchRecord | None) -> BindingDocument:
+        """A new generation with ``switch`` as the switch in progress (None: none); a finished
+        switch goes to the history."""
+        history = list(self.history)
+        if switch is not None and switch.finished_at is not None:
+            history = [*history, switch][-HISTORY_LENGTH:]
+            switch = None
+        return self.model_copy(
+            update={"switch": switch, "history": history, "generation": self.generation + 1}
+        )
+
+
+def new_document(app: str, namespaces: list[str], active: str) -> BindingDocument:
+    """The first document of ``app``: every client on ``active``."""
+    return BindingDocument(
+        app=app,
+        namespaces=namespaces,
+        bindings=[BindingRule(publish=active, consume=active)],
+    )
+
+
+def parse_bindings(data: bytes, *, source: str) -> BindingDocument:
+    """The document in ``data`` (``source`` names the blob in errors).
+
+    Raises:
+        BindingDocumentError: not UTF-8 JSON, or not a valid binding document.
+    """
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise BindingDocumentError(f"not a JSON document: {error}", source=source) from None
+    try:
+        return BindingDocument.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        message = str(first["msg"]).removeprefix("Value error, ")
+        location = json_path(first["loc"]) if first["loc"] else None
+        raise BindingDocumentError(message, source=source, location=location) from None
+
+
+def render_bindings(document: BindingDocument) -> bytes:
+    """The document as the JSON the store holds."""
+    return document.model_dump_json(by_alias=True, indent=2, exclude_none=False).encode("utf-8")
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+__all__ = [
+    "HISTORY_LENGTH",
+    "SCHEMA",
+    "BindingDocument",
+    "BindingDocumentError",
+    "BindingRule",
+    "Role",
+    "SwitchKind",
+    "SwitchRecord",
+    "new_document",
+    "now_utc",
+    "parse_bindings",
+    "render_bindings",
+]

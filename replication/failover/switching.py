@@ -1,0 +1,340 @@
+"""Carrying out a switch of an application's clients: the body of ``python -m replication
+failover|failback`` (and of the drill).
+
+:func:`switch` plans the switch (:func:`~replication.failover._plan.plan_switch`), prints the
+steps and the figures an operator needs (the replication backlog, the messages published
+directly to a namespace a failback must drain), and, unless it is a dry run, takes the binding
+document's blob lease and writes the bindings in the plan's order, waiting in between for
+replication to catch up or the namespace to drain (polling once a second, printing each change
+of the figures). It returns the exit code; see :mod:`replication.cli.failover` for their meaning.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import TextIO
+
+from replication.exit_codes import ExitCode
+from replication.runtime import describe
+from replication.topology import NamespaceKind, Topology
+from replication.transport.failover import BacklogReader, BindingLease, BlobFailoverStore
+
+from ._bindings import (
+    BindingDocument,
+    Role,
+    SwitchKind,
+    SwitchRecord,
+    new_document,
+    parse_bindings,
+    render_bindings,
+)
+from ._plan import Direction, SwitchPlan, plan_switch
+from ._processed import ProcessedLog
+from ._state import ConsumerState
+
+DEFAULT_SETTLE = 10.0
+"""Seconds the clients get to follow a binding change: twice their default poll interval."""
+DEFAULT_TIMEOUT = 300.0
+POLL_SECONDS = 1.0
+SHOWN_IDS = 50
+
+
+def switch(
+    topology: Topology,
+    store: BlobFailoverStore,
+    environ: Mapping[str, str],
+    *,
+    app: str,
+    instance: str | None,
+    entity: str | None,
+    target: str,
+    direction: Direction,
+    force: bool = False,
+    dry_run: bool = False,
+    settle: float = DEFAULT_SETTLE,
+    timeout: float = DEFAULT_TIMEOUT,
+    out: TextIO = sys.stdout,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Plan and (unless ``dry_run``) carry out one switch; returns the exit code."""
+    data, _ = store.read_bindings(app, None)
+    document = parse_bindings(data, source=store.describe(app)) if data else None
+    plan = plan_switch(
+        topology,
+        document,
+        app=app,
+        instance=instance,
+        entity=entity,
+        target=target,
+        direction=direction,
+        force=force,
+        settle=timedelta(seconds=settle),
+    )
+    kind = "forced" if force else "planned"
+    print(f"{kind} {direction.value} of {plan.client}: {plan.source} -> {plan.target}", file=out)
+    for number, step in enumerate(plan.steps, 1):
+        print(f"  {number}. {step}", file=out)
+    if plan.source == plan.target:
+        return ExitCode.OK
+    reader = BacklogReader(topology, environ)
+    try:
+        runner = _Switch(plan, topology, store, reader, out, sleep)
+        runner.report_figures()
+        if dry_run:
+            print("dry run: nothing changed", file=out)
+            return ExitCode.OK
+        with store.switch_lease(app, holder=_holder()) as lease:
+            return runner.execute(lease, settle=settle, timeout=timeout)
+    finally:
+        reader.close()
+
+
+def _holder() -> str:
+    return f"{socket.gethostname()}/{os.getpid()}"
+
+
+class _Switch:
+    """One switch being carried out (see :func:`switch`)."""
+
+    def __init__(
+        self,
+        plan: SwitchPlan,
+        topology: Topology,
+        store: BlobFailoverStore,
+        reader: BacklogReader,
+        out: TextIO,
+        sleep: Callable[[float], None],
+    ) -> None:
+        self.plan = plan
+        self.topology = topology
+        self.store = store
+        self.reader = reader
+        self.out = out
+        self.sleep = sleep
+        self.started = time.monotonic()
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.1f} s] {text}", file=self.out, flush=True)
+
+    # -- figures -----------------------------------------------------------------------------
+
+    def report_figures(self) -> None:
+        """What an operator needs before pressing the button."""
+        plan = self.plan
+        if plan.direction is Direction.FAILOVER:
+            for task, backlog in self._backlogs().items():
+                self.say(f"replication backlog of {task}: {backlog} (the RPO of a failover now)")
+        else:
+            for where, count in self._direct().items():
+                self.say(f"published directly to {where} and not consumed yet: {count}")
+
+    def _backlogs(self) -> dict[str, object]:
+        backlogs: dict[str, object] = {}
+        for task in self.plan.replication_tasks:
+            try:
+                backlogs[task] = self.reader.backlog(task)
+            except Exception as error:
+                backlogs[task] = f"unknown ({describe(error)})"
+        return backlogs
+
+    def _direct(self) -> dict[str, object]:
+        try:
+            return dict(self.reader.direct_messages(self.plan.drain))
+        except Exception as error:
+            return {ref.describe(): f"unknown ({describe(error)})" for ref in self.plan.drain}
+
+    # -- the switch --------------------------------------------------------------------------
+
+    def execute(self, lease: BindingLease, *, settle: float, timeout: float) -> int:
+        plan = self.plan
+        data = lease.read()
+        document = (
+            parse_bindings(data, source=self.store.describe(plan.app))
+            if data
+            else new_document(plan.app, list(plan.namespaces), plan.namespaces[0])
+        )
+        record = SwitchRecord(
+            id=uuid.uuid4().hex[:12],
+            kind=SwitchKind.FORCED if plan.force else SwitchKind.PLANNED,
+            source=plan.source,
+            target=plan.target,
+            instance=plan.instance,
+            entity=plan.entity,
+            phase="started",
+            started_at=datetime.now(UTC),
+            by=lease.holder,
+        )
+        if document.switch is not None:
+            self.say(
+                f"taking over switch {document.switch.id} started {document.switch.started_at} "
+                f"by {document.switch.by}, which did not finish (its lease expired)"
+            )
+        if plan.force:
+            return self._forced(lease, document, record)
+        previous = document.resolve(plan.instance, plan.entity, Role.PUBLISH) or plan.namespaces[0]
+        document = self._write(
+            lease,
+            document.bound(
+                instance=plan.instance,
+                entity=plan.entity,
+                publish=plan.target,
+                default=plan.namespaces[0],
+            ).with_switch(record.model_copy(update={"phase": "publishers moved"})),
+        )
+        self.say(f"publishers of {plan.client} now bound to {plan.target}")
+        self.sleep(settle)
+        waited = (
+            self._wait_for_replication(timeout)
+            if plan.direction is Direction.FAILOVER
+            else self._wait_for_drain(timeout)
+        )
+        if not waited:
+            self._bind(lease, document, record, {"publish": previous}, outcome="timed out")
+            self.say(
+                f"gave up after {timeout:g} s; publishers moved back to {previous}; consumers "
+                f"never moved. Retry, or use --force to accept the backlog as lost"
+            )
+            return ExitCode.UNAVAILABLE
+        self._bind(
+            lease,
+            document,
+            record.model_copy(update={"phase": "consumers moved", "unreplicated": 0}),
+            {"consume": plan.target},
+            outcome="done",
+        )
+        self.say(f"consumers of {plan.client} now bound to {plan.target}; done")
+        return ExitCode.OK
+
+    def _forced(self, lease: BindingLease, document: BindingDocument, record: SwitchRecord) -> int:
+        plan = self.plan
+        lost = self._count_unreplicated()
+        self._bind(
+            lease,
+            document,
+            record.model_copy(update={"phase": "moved", "unreplicated": lost}),
+            {"publish": plan.target, "consume": plan.target},
+            outcome="done",
+        )
+        self.say(f"publishers and consumers of {plan.client} now bound to {plan.target}; done")
+        return ExitCode.OK
+
+    def _count_unreplicated(self) -> int | None:
+        """Print (and return) what the source holds that the target does not have."""
+        plan = self.plan
+        total = 0
+        if plan.direction is Direction.FAILBACK:
+            for where, count in self._direct().items():
+                self.say(f"left unconsumed in {where} (published there directly): {count}")
+                if not isinstance(count, int):
+                    return None
+                total += count
+            return total
+        for task in plan.replication_tasks:
+            try:
+                ids, partitions = self.reader.unreplicated(task)
+            except Exception as error:
+                self.say(
+                    f"{task}: {plan.source} cannot be read ({describe(error)}): what it accepted "
+                    "and did not replicate cannot be counted now; it stays there and is "
+                    "replicated when the namespace returns"
+                )
+                return None
+            if partitions:
+                count = sum(partitions.values())
+                detail = ", ".join(f"partition {p}: {n}" for p, n in sorted(partitions.items()))
+                self.say(f"{task}: {count} events not replicated ({detail})")
+            else:
+                count = len(ids)
+                shown = ", ".join(ids[:SHOWN_IDS]) + (" ..." if len(ids) > SHOWN_IDS else "")
+                self.say(f"{task}: {count} messages not replicated" + (f": {shown}" if ids else ""))
+            total += count
+        return total
+
+    def _bind(
+        self,
+        lease: BindingLease,
+        document: BindingDocument,
+        record: SwitchRecord,
+        roles: dict[str, str],
+        *,
+        outcome: str,
+    ) -> BindingDocument:
+        """Write the final bindings of the switch with ``record`` finished as ``outcome``."""
+        finished = record.model_copy(update={"finished_at": datetime.now(UTC), "outcome": outcome})
+        bound = document.bound(
+            instance=self.plan.instance,
+            entity=self.plan.entity,
+            default=self.plan.namespaces[0],
+            **roles,
+        )
+        return self._write(lease, bound.with_switch(finished))
+
+    def _write(self, lease: BindingLease, document: BindingDocument) -> BindingDocument:
+        lease.write(render_bindings(document))
+        return document
+
+    def _wait(self, timeout: float, check: Callable[[], tuple[bool, str]]) -> bool:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while True:
+            done, figures = check()
+            if figures != last:
+                self.say(figures)
+                last = figures
+            if done:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            self.sleep(POLL_SECONDS)
+
+    def _wait_for_replication(self, timeout: float) -> bool:
+        def check() -> tuple[bool, str]:
+            backlogs = self._backlogs()
+            done = all(getattr(b, "count", None) == 0 for b in backlogs.values())
+            text = ", ".join(f"{task} {backlog}" for task, backlog in backlogs.items())
+            return done, f"replication backlog: {text}"
+
+        return self._wait(timeout, check)
+
+    def _wait_for_drain(self, timeout: float) -> bool:
+        hubs = [
+            ref
+            for ref in self.plan.drain
+            if self.topology.namespace(ref.namespace).kind is NamespaceKind.EVENTHUBS
+        ]
+        marks = {ref.entity: self.reader.last_enqueued(ref) for ref in hubs}
+
+        def check() -> tuple[bool, str]:
+            direct = self._direct()
+            behind = self._hub_consumers_behind(marks)
+            done = all(count == 0 for count in direct.values()) and not any(behind.values())
+            parts = [f"{where}: {count} left" for where, count in direct.items()]
+            parts += [f"{hub}: {count} events to go" for hub, count in behind.items()]
+            return done, "drain: " + (", ".join(parts) or "nothing to drain")
+
+        return self._wait(timeout, check)
+
+    def _hub_consumers_behind(self, marks: dict[str, dict[str, int]]) -> dict[str, int]:
+        """Per event hub, the events the application's consumers (their stored positions on the
+        source) still have to read up to the marks taken after the publishers left."""
+        behind: dict[str, int] = {}
+        for client in self.store.state_clients(f"{self.plan.app}/"):
+            hub = client.split("/")[2] if client.count("/") >= 3 else None
+            if hub not in marks:
+                continue
+            state = ConsumerState(ProcessedLog(), self.store, client)
+            state.load()
+            for partition, mark in marks[hub].items():
+                position = state.positions.get((self.plan.source, partition))
+                done = -1 if position is None else position.sequence
+                behind[hub] = behind.get(hub, 0) + max(0, mark - done)
+        return behind
+
+
+__all__ = ["DEFAULT_SETTLE", "DEFAULT_TIMEOUT", "switch"]

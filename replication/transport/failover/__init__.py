@@ -1,0 +1,90 @@
+"""The SDK and Blob Storage side of :mod:`replication.failover` (the decisions live there).
+
+- ``_channels``: one namespace's sender or receiver for the failover publishers and consumers
+  (Service Bus and Event Hubs, sync and asyncio), and the facts the skip helper reads from a
+  received message;
+- ``_blobs``: :class:`BlobFailoverStore`, the container of binding documents (read with
+  ``If-None-Match``, switched under a blob lease) and consumer states (snapshot plus append
+  journal);
+- ``_backlog``: what a switch waits for (replication backlogs, unreplicated MessageIds,
+  messages published directly to a namespace that must drain before a failback);
+- ``_event_hubs``: partition readers with the application's checkpoint store (a translated start
+  time where a partition has no checkpoint), and the removal of stale checkpoints.
+"""
+
+from ._backlog import Backlog, BacklogReader
+from ._blobs import (
+    CONTAINER_SETTING,
+    DEFAULT_CONTAINER,
+    LEASE_SECONDS,
+    STORAGE_SETTINGS,
+    BindingLease,
+    BlobFailoverStore,
+    FailoverStoreError,
+    SwitchInProgressError,
+    failover_store_from_settings,
+)
+from ._channels import (
+    CLIENT_RETRIES,
+    AsyncEventHubPublishChannel,
+    AsyncServiceBusConsumeChannel,
+    AsyncServiceBusPublishChannel,
+    EventHubPublishChannel,
+    MessageFacts,
+    OutgoingMessage,
+    ReceivedMessage,
+    ServiceBusConsumeChannel,
+    ServiceBusPublishChannel,
+    ensure_message_id,
+    event_facts,
+    message_facts,
+    new_message,
+)
+from ._event_hubs import (
+    BatchHandler,
+    ConsumerCheckpoints,
+    LastEnqueued,
+    PartitionReaders,
+    ReceivedEvent,
+    checkpoint_store,
+    clear_checkpoints,
+    host_name,
+    partition_ids,
+)
+
+__all__ = [
+    "CLIENT_RETRIES",
+    "CONTAINER_SETTING",
+    "DEFAULT_CONTAINER",
+    "LEASE_SECONDS",
+    "STORAGE_SETTINGS",
+    "AsyncEventHubPublishChannel",
+    "AsyncServiceBusConsumeChannel",
+    "AsyncServiceBusPublishChannel",
+    "Backlog",
+    "BacklogReader",
+    "BatchHandler",
+    "BindingLease",
+    "BlobFailoverStore",
+    "ConsumerCheckpoints",
+    "EventHubPublishChannel",
+    "FailoverStoreError",
+    "LastEnqueued",
+    "MessageFacts",
+    "OutgoingMessage",
+    "PartitionReaders",
+    "ReceivedEvent",
+    "ReceivedMessage",
+    "ServiceBusConsumeChannel",
+    "ServiceBusPublishChannel",
+    "SwitchInProgressError",
+    "checkpoint_store",
+    "clear_checkpoints",
+    "ensure_message_id",
+    "event_facts",
+    "failover_store_from_settings",
+    "host_name",
+    "message_facts",
+    "new_message",
+    "partition_ids",
+]

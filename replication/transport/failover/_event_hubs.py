@@ -1,0 +1,215 @@
+"""The Event Hubs side of :mod:`replication.failover`: partition readers and their checkpoints.
+
+- :class:`PartitionReaders` runs one ``receive_batch`` per partition of one event hub in one
+  namespace (as the local host does), with the application's checkpoint store: each partition
+  resumes at its checkpoint, or at the beginning when it has none. Every batch, and every empty
+  wait, goes to the consumer's handler together with the partition's last enqueued event (the
+  receiver runtime metric), and the checkpoint is updated at the event the handler returns,
+  *after* the handler returned (so after the consumer persisted its log). A partition without a
+  checkpoint starts at ``start`` (a time, see :mod:`replication.failover._checkpoints`), or at
+  the beginning.
+- :func:`clear_checkpoints` removes a consumer group's checkpoints in one namespace (stale ones,
+  from the consumer's previous time there, that a translated start replaces).
+- :func:`checkpoint_store`: the SDK's ``BlobCheckpointStore`` on a container (created if
+  missing).
+
+Checkpoints are keyed by the client's host name, port included (what the SDK's event processor
+uses), so two namespaces never share positions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from azure.core.exceptions import AzureError, ResourceExistsError
+from azure.eventhub import EventData, EventHubConsumerClient
+from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
+from azure.storage.blob import ContainerClient
+
+from replication.exceptions import ConfigurationError
+from replication.runtime import describe
+
+from ..connections import NamespaceAccess
+from ..eventhubs import API_VERSION
+from ._channels import CLIENT_RETRIES, event_hub_client
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LastEnqueued:
+    """A partition's newest event when a batch was received (the receiver runtime metric)."""
+
+    sequence: int
+    offset: str
+    enqueued_time: datetime | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerCheckpoints:
+    """The SDK's blob checkpoint store of a consumer and the container it writes to."""
+
+    store: BlobCheckpointStore
+    container: ContainerClient
+
+
+ReceivedEvent = EventData
+"""What an Event Hubs failover consumer hands the application."""
+
+BatchHandler = Callable[[str, list[EventData], LastEnqueued | None], EventData | None]
+"""(partition, events, last enqueued) -> the event to checkpoint at, or None."""
+
+
+def checkpoint_store(connection_string: str, container: str) -> ConsumerCheckpoints:
+    """The SDK's blob checkpoint store on ``container`` (created when missing)."""
+    try:
+        client = ContainerClient.from_connection_string(
+            connection_string, container, api_version=API_VERSION
+        )
+    except ValueError as error:
+        raise ConfigurationError(f"not a storage connection string: {error}") from None
+    try:
+        client.create_container()
+    except ResourceExistsError:
+        pass
+    except AzureError as error:
+        raise ConfigurationError(
+            f"checkpoint container {container!r}: {describe(error)}"
+        ) from error
+    return ConsumerCheckpoints(
+        BlobCheckpointStore(client.url, container, container_client=client), client
+    )
+
+
+def _consumer(access: str | NamespaceAccess, hub: str, group: str, **options: Any) -> Any:
+    return event_hub_client(
+        EventHubConsumerClient, access, hub, consumer_group=group, **CLIENT_RETRIES, **options
+    )
+
+
+def host_name(access: str | NamespaceAccess, hub: str, group: str) -> str:
+    """The host name (with port) the event processor keys this namespace's checkpoints by."""
+    client = _consumer(access, hub, group)
+    try:
+        return str(client._address.hostname)
+    finally:
+        client.close()
+
+
+def partition_ids(access: str | NamespaceAccess, hub: str, group: str) -> list[str]:
+    """The partition ids of the event hub (raises the SDK's error when unreachable)."""
+    with _consumer(access, hub, group) as client:
+        return [str(p) for p in client.get_partition_ids()]
+
+
+class PartitionReaders:
+    """Receives every partition of one event hub of one namespace (see the module docstring);
+    stops on :meth:`close`, or when a partition's receive fails (:attr:`error`)."""
+
+    def __init__(
+        self,
+        access: str | NamespaceAccess,
+        hub: str,
+        group: str,
+        checkpoints: ConsumerCheckpoints,
+        handler: BatchHandler,
+        *,
+        start: datetime | None = None,
+        max_batch_size: int = 100,
+        max_wait_time: float = 1.0,
+    ) -> None:
+        self._clients: list[Any] = []
+        self._threads: list[threading.Thread] = []
+        self.error: BaseException | None = None
+        self._handler = handler
+        self._start: int | str | datetime = "-1" if start is None else start
+        for partition in partition_ids(access, hub, group):
+            client = _consumer(access, hub, group, checkpoint_store=checkpoints.store)
+            thread = threading.Thread(
+                target=self._run,
+                args=(client, partition, max_batch_size, max_wait_time),
+                name=f"failover-{hub}-p{partition}",
+                daemon=True,
+            )
+            self._clients.append(client)
+            self._threads.append(thread)
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, client: Any, partition: str, max_batch_size: int, max_wait_time: float) -> None:
+        def on_batch(context: Any, events: list[EventData]) -> None:
+            last = _last_enqueued(context.last_enqueued_event_properties)
+            checkpoint_at = self._handler(partition, events, last)
+            if checkpoint_at is not None:
+                context.update_checkpoint(checkpoint_at)
+
+        def on_error(_context: Any, error: Exception) -> None:
+            self.error = self.error or error
+
+        try:
+            client.receive_batch(
+                on_event_batch=on_batch,
+                on_error=on_error,
+                partition_id=partition,
+                max_batch_size=max_batch_size,
+                max_wait_time=max_wait_time,
+                starting_position=self._start,
+                starting_position_inclusive=True,
+                track_last_enqueued_event_properties=True,
+            )
+        except Exception as error:
+            self.error = self.error or error
+
+    @property
+    def alive(self) -> bool:
+        return self.error is None and all(thread.is_alive() for thread in self._threads)
+
+    def close(self) -> None:
+        for client in self._clients:
+            try:
+                client.close()
+            except Exception as error:
+                logger.debug("closing a partition reader: %s", describe(error))
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+
+def _last_enqueued(properties: dict[str, Any] | None) -> LastEnqueued | None:
+    if not properties or properties.get("sequence_number") is None:
+        return None
+    return LastEnqueued(
+        int(properties["sequence_number"]),
+        str(properties.get("offset")),
+        properties.get("enqueued_time"),
+    )
+
+
+def clear_checkpoints(
+    checkpoints: ConsumerCheckpoints, access: str | NamespaceAccess, hub: str, group: str
+) -> int:
+    """Delete the consumer group's checkpoints of ``hub`` in this namespace (the SDK's blob
+    names, ``<host>/<hub>/<group>/checkpoint/<partition>`` in lower case, from
+    ``BlobCheckpointStore.update_checkpoint``); returns how many there were."""
+    prefix = f"{host_name(access, hub, group)}/{hub}/{group}/checkpoint/".lower()
+    names = [blob.name for blob in checkpoints.container.list_blobs(name_starts_with=prefix)]
+    for name in names:
+        checkpoints.container.delete_blob(name)
+    return len(names)
+
+
+__all__ = [
+    "BatchHandler",
+    "ConsumerCheckpoints",
+    "LastEnqueued",
+    "PartitionReaders",
+    "ReceivedEvent",
+    "checkpoint_store",
+    "clear_checkpoints",
+    "host_name",
+    "partition_ids",
+]

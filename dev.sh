@@ -4,16 +4,19 @@
 #   ./dev.sh demo    set everything up, then run the showcase: every pattern on the local
 #                    emulator, counted, the mesh audited with Spark (arguments go to
 #                    `python -m replication demo`, e.g. --only mesh, or --topology FILE)
-#   ./dev.sh test    set everything up, then run linters, type checks and the whole test suite
+#   ./dev.sh check   the inner loop: ruff, mypy and the fast test tier (no emulator, no Spark)
+#   ./dev.sh test    set everything up, then run linters, type checks and every test tier (what
+#                    CI runs), and print each step's time
 #   ./dev.sh bench   set everything up, then run the benchmarks (prints their figures)
 #   ./dev.sh infra   set up, then run only the infrastructure checks (tests/infra)
 #
 # Setup is idempotent: it creates .venv, installs requirements-dev.txt (again only when it
-# changed), installs Java 17 with apt-get when PySpark needs it and none is present, and for
-# the tests installs Azurite from npm (package-lock.json) into node_modules/ and creates
-# .venv-host, a Python 3.13 environment with the Functions Python worker runtime for the
-# host-protocol tests (tests/host/), and .venv-azcli / .venv-checkov, the Azure CLI and checkov
-# that the infrastructure checks (tests/infra/) run, each in an environment of its own.
+# changed), installs Java 17 with apt-get when PySpark needs it and none is present, installs
+# Azurite from npm (package-lock.json) into node_modules/ (Node.js with apt-get when missing),
+# and for the tests creates .venv-host, a Python 3.13 environment with the Functions Python
+# worker runtime for the host-protocol tests (tests/host/), and .venv-azcli / .venv-checkov,
+# the Azure CLI and checkov that the infrastructure checks (tests/infra/) run, each in an
+# environment of its own.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -49,7 +52,8 @@ ensure_java() {
 }
 
 ensure_node_tools() {
-    # Azurite (blob storage for Event Hubs checkpoints in tests), pinned in package-lock.json.
+    # Azurite (blob storage: Event Hubs checkpoints in tests, the failover binding store in the
+    # demo and the tests), pinned in package-lock.json.
     if ! command -v npm >/dev/null; then
         if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
             log "installing Node.js and npm for Azurite"
@@ -156,26 +160,156 @@ run_infra() {
 run_demo() {
     ensure_venv
     ensure_java
+    ensure_node_tools  # Azurite: the binding store of the failover scenario
     log "demo: every replication pattern through the local emulator, the mesh audited with Spark"
     "$VENV/bin/python" -m replication demo --output demo-output "$@"
 }
 
-run_tests() {
-    ensure_venv
-    ensure_java
-    ensure_node_tools
-    ensure_host_venv
-    ensure_infra_tools
+# The wall time of each step of `./dev.sh test` and `./dev.sh check`, printed at the end (also
+# when a step fails). Steps run one after another; inside a test tier, pytest-xdist runs tests on
+# several processes (tests/conftest.py says what each tier needs).
+STEP_TIMES=()
+RUN_STARTED=$SECONDS
+STEP=""
+STEP_STARTED=0
+
+timed() {
+    # timed NAME COMMAND...: run COMMAND and note its wall time under NAME. COMMAND runs under
+    # `set -e` as usual (no `||` here, which would switch that off inside it); when it fails,
+    # the EXIT trap notes the step as failed.
+    STEP=$1
+    STEP_STARTED=$SECONDS
+    shift
+    "$@"
+    STEP_TIMES+=("$(printf '%-9s %5d s' "$STEP" $((SECONDS - STEP_STARTED)))")
+    STEP=""
+}
+
+FAILED_TIERS=()
+
+tier() {
+    # tier NAME COMMAND...: like `timed`, but a failing test tier is noted and the run goes on,
+    # so that one run reports the failures of every tier; run_tests fails at its end. COMMAND
+    # returns its status itself (`set -e` is off inside an `||`): pytest_tier and host_tier do.
+    local name=$1 started=$SECONDS status=0
+    shift
+    "$@" || status=$?
+    STEP_TIMES+=("$(printf '%-9s %5d s' "$name" $((SECONDS - started)))$(
+        [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
+    [ "$status" -eq 0 ] || FAILED_TIERS+=("$name")
+}
+
+print_step_times() {
+    if [ -n "$STEP" ]; then
+        STEP_TIMES+=("$(printf '%-9s %5d s  (failed)' "$STEP" $((SECONDS - STEP_STARTED)))")
+    fi
+    [ "${#STEP_TIMES[@]}" -gt 0 ] || return 0
+    log "times: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '  %s\n' "${STEP_TIMES[@]}" >&2
+    printf '  %-9s %5d s\n' total $((SECONDS - RUN_STARTED)) >&2
+}
+
+lint() {
     log "ruff (lint and format)"
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
+}
+
+typecheck() {
     log "mypy (strict)"
     "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks examples function_app.py
-    log "pytest"
-    "$VENV/bin/python" -m pytest "$@"
+}
+
+# Processes per tier (pytest-xdist). The fast and tools tiers are CPU-bound: one per core. The
+# emulator and fault tiers mostly wait on the wire (SDK link setup, lock expiry, outages they
+# cause), so more processes than cores overlap those waits; every test there serves its own
+# emulators on free ports with its own tmp_path. The Spark tier goes by file (--dist loadfile):
+# a file's Spark tests share one SparkSession, the demo's tests run beside them.
+TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:2:loadfile samples:2 tools:2)
+
+pytest_tier() {
+    # pytest_tier TIER [PYTEST ARGS...]: one tier of tests/conftest.py.
+    local tier=$1 entry name workers=1 dist=load workers_ dist_ status=0
+    shift
+    for entry in "${TIER_WORKERS[@]}"; do
+        IFS=: read -r name workers_ dist_ <<< "$entry"
+        if [ "$name" = "$tier" ]; then
+            workers=$workers_
+            dist=${dist_:-load}
+        fi
+    done
+    log "pytest: $tier tier ($workers process(es))"
+    local parallel=() paths=()
+    [ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist "$dist")
+    # Only the tier's folders are collected (TIER_PATHS in tests/conftest.py): every process
+    # collects what it is given.
+    read -r -a paths <<< "$("$VENV/bin/python" -c \
+        "from tests.conftest import TIER_PATHS; print(*TIER_PATHS['$tier'])")"
+    "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" "${paths[@]}" "$@" || status=$?
+    # Exit 5 (no tests collected) fails CI, unless the caller's arguments narrowed the run.
+    if [ "$status" -eq 5 ] && [ "$#" -gt 0 ]; then
+        log "no $tier tests among the arguments"
+        return 0
+    fi
+    return "$status"
+}
+
+host_tier() {
     log "pytest: host-protocol tier (Python 3.13, the Functions Python worker runtime)"
     REPLICATION_EMULATOR_PYTHON="$PWD/$VENV/bin/python" \
         "$HOST_VENV/bin/python" -m pytest --confcutdir=tests/host -p no:cacheprovider tests/host
+}
+
+setup_tests() {
+    # The four Python environments are independent of each other: they are installed side by
+    # side (pip mostly waits on downloads and disk), while Java and Node.js, which may need
+    # apt-get and its single lock, are installed one after the other in the foreground. Each
+    # background install's output is shown when it ends; any failure fails the setup.
+    local logs name status=0
+    logs=$(mktemp -d)
+    declare -A pids=()
+    ensure_venv > "$logs/venv.log" 2>&1 & pids[venv]=$!
+    ensure_host_venv > "$logs/host.log" 2>&1 & pids[host]=$!
+    ensure_tool_venv .venv-azcli requirements-azcli.txt > "$logs/azcli.log" 2>&1 & pids[azcli]=$!
+    ensure_tool_venv .venv-checkov requirements-checkov.txt > "$logs/checkov.log" 2>&1 &
+    pids[checkov]=$!
+    ensure_java
+    ensure_node_tools
+    for name in venv host azcli checkov; do
+        if ! wait "${pids[$name]}"; then
+            status=1
+            log "setup of $name failed:"
+        fi
+        cat "$logs/$name.log" >&2
+    done
+    rm -rf "$logs"
+    return "$status"
+}
+
+run_check() {
+    # The inner loop: ruff, mypy and the fast tier; arguments go to pytest.
+    trap print_step_times EXIT
+    timed setup ensure_venv
+    timed ruff lint
+    timed mypy typecheck
+    timed fast pytest_tier fast "$@"
+}
+
+run_tests() {
+    # Everything CI runs; arguments go to each tier's pytest (not to the host tier's).
+    trap print_step_times EXIT
+    timed setup setup_tests
+    timed ruff lint
+    timed mypy typecheck
+    local name
+    for name in fast emulator faults spark samples tools; do
+        tier "$name" pytest_tier "$name" "$@"
+    done
+    tier host host_tier
+    if [ "${#FAILED_TIERS[@]}" -gt 0 ]; then
+        log "failed tiers: ${FAILED_TIERS[*]}"
+        return 1
+    fi
 }
 
 run_bench() {
@@ -195,8 +329,9 @@ run_bench() {
 
 case "${1:-}" in
     demo) shift; run_demo "$@" ;;
+    check) shift; run_check "$@" ;;
     test) shift; run_tests "$@" ;;
     bench) shift; run_bench "$@" ;;
     infra) shift; run_infra "$@" ;;
-    *) echo "usage: $0 demo|test|bench|infra" >&2; exit 2 ;;
+    *) echo "usage: $0 demo|check|test|bench|infra" >&2; exit 2 ;;
 esac

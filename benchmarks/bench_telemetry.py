@@ -43,6 +43,7 @@ from replication.envelope import Envelope
 from replication.hosts.local import emulator_process
 from replication.planning import Target
 from replication.runtime import MemoryTarget, TargetSender, TaskRunner
+from replication.settings import Settings
 from replication.telemetry import TaskTelemetry
 from replication.topology import load_topology
 from replication.transport.senders import SenderFactory
@@ -116,7 +117,9 @@ def main() -> None:
     factory: SenderFactory | None = None
     if args.target == "emulator":
         settings = stack.enter_context(emulator_process(EXAMPLE))
-        factory = SenderFactory(topology, settings)
+        factory = SenderFactory(
+            topology, Settings.from_environ(settings, connections=topology.connections)
+        )
         stack.callback(factory.close)
 
     def one_round(name: str) -> float:

@@ -39,6 +39,7 @@ from replication.envelope import Envelope
 from replication.hosts.local import emulator_process
 from replication.planning import Target
 from replication.runtime import MemoryTarget, TargetSender, TaskRunner
+from replication.settings import Settings
 from replication.telemetry import TaskTelemetry
 from replication.topology import ResolvedTask, parse_topology
 from replication.transforms import Transforms
@@ -154,7 +155,9 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         settings = stack.enter_context(emulator_process(EXAMPLE))
         topology = parse_topology(json.loads(EXAMPLE.read_text()), source=str(EXAMPLE))
-        factory = SenderFactory(topology, settings)
+        factory = SenderFactory(
+            topology, Settings.from_environ(settings, connections=topology.connections)
+        )
         stack.callback(factory.close)
         emulator = measure(
             configurations,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from replication.exceptions import ConfigurationError
-from replication.topology import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Topology, load_topology
+from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
+from replication.topology import Topology, load_topology
 from replication.transforms import CodeReferenceError, Transforms, import_reference
 
 
@@ -17,7 +17,7 @@ def add_topology_option(parser: argparse.ArgumentParser) -> None:
     passes to ``build_app``)."""
     parser.add_argument(
         "--topology",
-        default=os.environ.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH),
+        default=Settings.from_environ().topology,
         help=f"topology file (default: ${TOPOLOGY_SETTING} or {DEFAULT_TOPOLOGY_PATH})",
     )
     parser.add_argument(

@@ -34,6 +34,7 @@ from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost, emulator_process
+from replication.settings import Settings
 from replication.showcase import (
     SCENARIOS,
     audit_command,
@@ -50,7 +51,7 @@ from replication.transport.senders import SenderFactory
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _publish(topology: Topology, settings: dict[str, str], count: int) -> int:
+def _publish(topology: Topology, settings: Settings, count: int) -> int:
     factory = SenderFactory(topology, settings)
     # A dead-letter queue cannot be published to; its tasks have nothing to do in the demo.
     sources = dict.fromkeys(
@@ -89,11 +90,11 @@ def _consumer_subscriptions(topology: Topology) -> list[tuple[str, str, str]]:
     ]
 
 
-def _capture(topology: Topology, settings: dict[str, str], output: Path) -> dict[str, Path]:
+def _capture(topology: Topology, settings: Settings, output: Path) -> dict[str, Path]:
     folders: dict[str, Path] = {}
     for namespace, topic, subscription in _consumer_subscriptions(topology):
         received = drain_servicebus(
-            topology.namespace(namespace), topic, subscription, environ=settings
+            topology.namespace(namespace), topic, subscription, settings=settings
         )
         folder = folders.setdefault(namespace, output / "capture" / namespace)
         write_capture(folder, f"{topic}-{subscription}", received)
@@ -124,7 +125,8 @@ def _print_verdict(report: dict[str, Any], published: int, output: Path) -> int:
 def _run_topology(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     output = Path(args.output)
-    with emulator_process(args.topology) as settings, LocalHost(topology, settings) as host:
+    with emulator_process(args.topology) as environ, LocalHost(topology, environ) as host:
+        settings = host.settings
         published = _publish(topology, settings, args.messages)
         if not host.wait_until_idle(idle_seconds=3, timeout=args.timeout, at_least=published):
             raise ReplicationError(f"replication still busy after {args.timeout} s")
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     return run_showcase(
         only=args.only,
         output=Path(args.output),
-        parallel=args.parallel or len(SCENARIOS),
+        parallel=args.parallel,
         verbose=args.verbose,
     )
 

@@ -32,6 +32,7 @@ import os
 from replication.exceptions import ConfigurationError
 from replication.failover._plan import Direction
 from replication.failover.switching import DEFAULT_SETTLE, DEFAULT_TIMEOUT, switch
+from replication.settings import Settings
 from replication.topology import load_topology
 from replication.transport.connections import check_settings
 from replication.transport.failover import failover_store_from_settings
@@ -66,7 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     environ = dict(os.environ)
-    check_settings(topology.namespaces, environ)
+    check_settings(
+        topology.namespaces, Settings.from_environ(environ, connections=topology.connections)
+    )
     store = failover_store_from_settings(environ)
     if store is None:
         raise ConfigurationError(

@@ -8,7 +8,7 @@ the task's ``deadLetterTarget`` and takes only the messages this task parked the
 its original re-read from the event hub, or left parked because it is a notice whose original
 cannot be restored (each named, with the reason); ``--max N`` redrives the oldest N.
 What is read, held, completed and abandoned, and what that means for other tasks' messages in
-a shared parking queue, is described in :mod:`replication.transport.redrive`.
+a shared parking queue, is described in :mod:`replication.operations` (``_redrive``).
 
 Exit codes: ``OK`` when the run finished (the counts say what happened to each message);
 ``CONFIGURATION`` for an unknown task or a ``--from`` the task cannot have; ``UNAVAILABLE``
@@ -24,9 +24,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 
 from replication.exit_codes import ExitCode
-from replication.properties import format_timestamp
-from replication.topology import NamespaceKind, Topology
-from replication.transport.redrive import (
+from replication.operations import (
     ProgressCallback,
     RedriveOrigin,
     Redriver,
@@ -36,6 +34,8 @@ from replication.transport.redrive import (
     Survey,
     redrive_source,
 )
+from replication.properties import format_timestamp
+from replication.topology import NamespaceKind, Topology
 
 from ._options import add_topology_option, topology_of
 

@@ -11,12 +11,12 @@ for what it runs and which settings it reads.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost
+from replication.settings import Settings
 from replication.telemetry import configure_local_telemetry
 
 from ._options import add_topology_option, topology_of
@@ -41,8 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     topology = topology_of(args)
     # Metrics and traces go to OTLP or the console when the settings ask for it (see
-    # replication/telemetry_setup.py); by default nothing is exported.
-    configure_local_telemetry(os.environ)
+    # replication/telemetry/_setup.py); by default nothing is exported.
+    configure_local_telemetry(Settings.from_environ())
     with LocalHost(topology) as host:
         print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
         try:

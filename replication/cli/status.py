@@ -5,7 +5,7 @@ Service Bus source (counted by peeking, capped at ``--cap``: the data-plane SDK 
 or per partition of its event hub source the last enqueued sequence number against the
 checkpoint (with ``AzureWebJobsStorage`` set), the messages it parked, and, with heartbeats
 enabled, the age of the newest unread heartbeat per path. Connection settings are those of
-``run`` (:mod:`replication.transport.connections`). See :mod:`replication.transport.status`.
+``run`` (:mod:`replication.transport.connections`). See :mod:`replication.operations`.
 
 Exit codes: ``OK``; ``UNAVAILABLE`` (3) when a namespace (or the checkpoint store) could not be
 read, the others still reported; ``CONFIGURATION`` (2) for a bad topology or setting.
@@ -14,11 +14,11 @@ read, the others still reported; ``CONFIGURATION`` (2) for a bad topology or set
 from __future__ import annotations
 
 import argparse
-import os
 
 from replication.exit_codes import ExitCode
+from replication.operations import PEEK_CAP, StatusReport, TaskReport, read_status
+from replication.settings import Settings
 from replication.transport.connections import check_settings
-from replication.transport.status import PEEK_CAP, StatusReport, TaskReport, read_status
 
 from ._options import add_topology_option, topology_of
 
@@ -35,9 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = topology_of(args, user_code=False)  # entities only, no app code
-    environ = dict(os.environ)
-    check_settings(topology.namespaces, environ)
-    report = read_status(topology, environ, cap=args.cap)
+    settings = Settings.from_environ(connections=topology.connections)
+    check_settings(topology.namespaces, settings)
+    report = read_status(topology, settings, cap=args.cap)
     print(render(report))
     if report.unreachable:
         return ExitCode.UNAVAILABLE

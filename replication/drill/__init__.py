@@ -3,23 +3,35 @@
 - ``_processes``: one emulator process per namespace (killable), Azurite, the replicator;
 - ``_apps``: the sample applications, written with :mod:`replication.failover`;
 - ``_figures``: published, consumed, lost, RTO, duplicates and switch times per phase;
-- ``_drill``: the drill itself, :func:`run_drill`.
+- ``_drill``: the drill itself: :func:`run_drill` on processes of its own, :func:`drill` on any
+  :class:`DrillSite` (the showcase's failover scenario runs it on its emulators).
 """
 
-from ._drill import DrillReport, DrillSettings, Pick, pick_applications, run_drill
-from ._figures import Done, PhaseFigures, phase_figures
+from ._drill import (
+    DrillReport,
+    DrillSettings,
+    DrillSite,
+    Pick,
+    drill,
+    pick_applications,
+    run_drill,
+)
+from ._figures import Delivery, Done, PhaseFigures, phase_figures
 from ._processes import AZURITE_ACCOUNT, AZURITE_KEY, DrillSetupError, azurite
 
 __all__ = [
     "AZURITE_ACCOUNT",
     "AZURITE_KEY",
+    "Delivery",
     "Done",
     "DrillReport",
     "DrillSettings",
     "DrillSetupError",
+    "DrillSite",
     "PhaseFigures",
     "Pick",
     "azurite",
+    "drill",
     "phase_figures",
     "pick_applications",
     "run_drill",

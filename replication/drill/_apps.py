@@ -8,6 +8,10 @@ one message every ``interval`` (MessageIds ``<app>-<n>``) and a consumer
 message it is handed. It records each acknowledged publish and each processed message with the
 namespace and the time (:class:`~replication.drill._figures.Done`); a publish that raised is
 not recorded (the drill does not count it as published, even if a namespace did take it).
+The Service Bus consumer also keeps every copy it was handed, as received
+(:class:`~replication.drill._figures.Delivery`), those the skip helper completed as already
+processed among them: what the subscriptions held, for a count from the brokers' side (the
+showcase's failover scenario).
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from replication.failover import (
     FailoverStore,
 )
 from replication.runtime import describe
-from replication.transport.failover import new_message
+from replication.transport.failover import ReceivedMessage, new_message
+from replication.transport.servicebus import envelope_from_received
 
-from ._figures import Done
+from ._figures import Delivery, Done
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +61,7 @@ class SampleApp:
         self.interval = interval
         self.published: list[Done] = []
         self.processed: list[Done] = []
+        self.deliveries: list[Delivery] = []
         self.failed_publishes = 0
         self._stop = threading.Event()
         self._publishing = threading.Event()
@@ -99,6 +105,7 @@ class SampleApp:
                 namespaces=namespaces,
                 store=store,
                 poll_interval=poll_interval,
+                on_skip=lambda message: self._delivered(message, processed=False),
             )
         self._threads = [
             threading.Thread(target=self._publish, name=f"{app}-publisher", daemon=True),
@@ -130,6 +137,9 @@ class SampleApp:
         self._consuming.set()
 
     def stop(self) -> None:
+        """Stop both threads (the consumer settles what it processed) and close."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._publishing.set()
         self._consuming.set()
@@ -176,7 +186,13 @@ class SampleApp:
                     self.processed.append(
                         Done(str(message.message_id), consumer.namespace, time.monotonic())
                     )
+                    self._delivered(message, processed=True)
                     consumer.complete(message)
+
+    def _delivered(self, message: ReceivedMessage, *, processed: bool) -> None:
+        """Keep a Service Bus copy as received, from the namespace the consumer reads."""
+        namespace = self.consumer.namespace or ""
+        self.deliveries.append(Delivery(namespace, envelope_from_received(message), processed))
 
     def caught_up(self) -> bool:
         """True when every acknowledged publish has been processed."""

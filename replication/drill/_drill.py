@@ -2,10 +2,13 @@
 the primary, fail back, and measure what the applications saw.
 
 :func:`run_drill` starts one emulator process per namespace of the topology, Azurite and the
-replicator (:mod:`replication.drill._processes`), then two sample applications
-(:class:`~replication.drill._apps.SampleApp`) on the first active-passive (or all-active) pair
-of Service Bus entities and of event hubs it finds: a publisher and a consumer each, written
-with :mod:`replication.failover`. Then, per mode:
+replicator (:func:`replication.drill._processes.drill_site`), then runs :func:`drill` there.
+:func:`drill` needs only a :class:`DrillSite` (namespaces it can kill and restart, and the
+settings that reach them and the binding store), so the showcase runs the same drill on its own
+emulators and local host (``replication.showcase.scenarios.failover``). It starts sample
+applications (:class:`~replication.drill._apps.SampleApp`) on the first active-passive (or
+all-active) pair of Service Bus entities and of event hubs it finds (or the ones it is given):
+a publisher and a consumer each, written with :mod:`replication.failover`. Then, per mode:
 
 - **planned**: steady traffic; a planned ``failover`` of both applications
   (:func:`~replication.failover.switching.switch`); the primaries are killed (maintenance);
@@ -29,9 +32,10 @@ import logging
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from replication.exceptions import ConfigurationError
 from replication.exit_codes import ExitCode
@@ -41,8 +45,8 @@ from replication.failover.switching import switch
 from replication.topology import NamespaceKind, Topology
 
 from ._apps import SampleApp
-from ._figures import Done, PhaseFigures, phase_figures
-from ._processes import azurite, namespace_processes, replicator
+from ._figures import Delivery, Done, PhaseFigures, phase_figures
+from ._processes import drill_site
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +87,8 @@ class DrillReport:
     switch_output: list[str]
     records: dict[str, tuple[list[Done], list[Done]]] = dataclasses.field(default_factory=dict)
     """Per application, every acknowledged publish and every processed message."""
+    deliveries: dict[str, list[Delivery]] = dataclasses.field(default_factory=dict)
+    """Per Service Bus application, every copy its consumer was handed, as received."""
 
     @property
     def findings(self) -> bool:
@@ -157,6 +163,28 @@ def pick_applications(topology: Topology) -> dict[str, Pick]:
     return picks
 
 
+class DrillSite(Protocol):
+    """Where a drill runs: the topology's namespaces, served so that they can be killed."""
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """The app settings: each namespace's ``connection`` setting and
+        ``REPLICATION_FAILOVER_STORAGE`` (the Blob Storage of the binding store)."""
+        ...
+
+    def kill(self, namespace: str) -> None:
+        """SIGKILL the process serving ``namespace`` (what it acknowledged survives)."""
+        ...
+
+    def restart(self, namespace: str) -> None:
+        """Serve ``namespace`` again, on the same port, with what it had persisted."""
+        ...
+
+    def say(self, text: str) -> None:
+        """Report progress."""
+        ...
+
+
 def run_drill(
     topology_path: Path,
     topology: Topology,
@@ -166,93 +194,87 @@ def run_drill(
     workdir: Path | None = None,
     progress: Any = None,
 ) -> DrillReport:
-    """Run the drill (see the module docstring) and return its report."""
+    """Run the drill (see the module docstring) on processes of its own and return its report;
+    ``progress`` (a text stream) gets one line per step."""
     picks = pick_applications(topology)
     with contextlib.ExitStack() as stack:
         directory = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        return _Drill(topology_path, topology, picks, forced, settings, directory, progress).run(
-            stack
-        )
+        site = stack.enter_context(drill_site(topology_path, topology, directory, progress))
+        return drill(topology, site, picks, forced=forced, settings=settings)
+
+
+def drill(
+    topology: Topology,
+    site: DrillSite,
+    picks: Mapping[str, Pick],
+    *,
+    forced: bool,
+    settings: DrillSettings = DrillSettings(),
+) -> DrillReport:
+    """The drill's steps (see the module docstring) with the applications of ``picks`` on
+    ``site``, where replication already runs; returns its report."""
+    with contextlib.ExitStack() as stack:
+        return _Drill(topology, dict(picks), forced, settings, site).run(stack)
 
 
 class _Drill:
     def __init__(
         self,
-        topology_path: Path,
         topology: Topology,
         picks: dict[str, Pick],
         forced: bool,
         settings: DrillSettings,
-        workdir: Path,
-        progress: Any,
+        site: DrillSite,
     ) -> None:
-        self.topology_path = topology_path
         self.topology = topology
         self.picks = picks
         self.forced = forced
         self.settings = settings
-        self.workdir = workdir
-        self.progress = progress
-        self.started = time.monotonic()
+        self.site = site
         self.switch_codes: dict[str, int] = {}
         self.switch_output: list[str] = []
 
-    def say(self, text: str) -> None:
-        if self.progress is not None:
-            print(f"[{time.monotonic() - self.started:6.1f} s] {text}", file=self.progress)
-            self.progress.flush()
-
     def run(self, stack: contextlib.ExitStack) -> DrillReport:
-        nodes = namespace_processes(self.topology, self.workdir)
-        for node in nodes.values():
-            node.start()
-            stack.callback(node.stop)
-        storage = stack.enter_context(azurite(self.workdir))
-        environ = {
-            **{
-                self.topology.namespace(n).connection: p.connection_string for n, p in nodes.items()
-            },
-            "AzureWebJobsStorage": storage,
-            "REPLICATION_FAILOVER_STORAGE": storage,
-        }
-        stack.enter_context(
-            replicator(self.topology_path, environ, self.workdir / "replicator.log")
-        )
-        self.say(f"{len(nodes)} namespaces, Azurite and the replicator started")
+        environ = dict(self.site.environ)
+        storage = environ["REPLICATION_FAILOVER_STORAGE"]
         store = FailoverStore.from_connection_string(storage)
         stack.callback(store.close)
         apps = {
-            kind: self._app(pick, nodes_connections(nodes, pick), store, storage)
+            kind: self._app(pick, _pair(environ, self.topology, pick), store, storage)
             for kind, pick in self.picks.items()
         }
         for app in apps.values():
             app.start()
             stack.callback(app.stop)
         time.sleep(self.settings.steady)
-        self.say("steady traffic done")
+        self.site.say("steady traffic done")
         primaries = {pick.primary for pick in self.picks.values()}
 
         start = time.monotonic()
         skipped = {kind: app.skipped for kind, app in apps.items()}
         if self.forced:
             for name in primaries:
-                nodes[name].kill()
-            self.say(f"killed {', '.join(sorted(primaries))}")
+                self.site.kill(name)
+            self.site.say(f"killed {', '.join(sorted(primaries))}")
             self._switch_all(environ, store, Direction.FAILOVER, force=True)
         else:
             self._switch_all(environ, store, Direction.FAILOVER, force=False)
             for name in primaries:
-                nodes[name].kill()
-            self.say(f"killed {', '.join(sorted(primaries))} (maintenance)")
+                self.site.kill(name)
+            self.site.say(f"killed {', '.join(sorted(primaries))} (maintenance)")
         failover = self._phase(apps, start, skipped, target="secondary")
+        for app in apps.values():
+            app.resume()
 
         start = time.monotonic()
         skipped = {kind: app.skipped for kind, app in apps.items()}
         for name in primaries:
-            nodes[name].start()
-        self.say(f"restored {', '.join(sorted(primaries))}")
+            self.site.restart(name)
+        self.site.say(f"restored {', '.join(sorted(primaries))}")
         self._switch_all(environ, store, Direction.FAILBACK, force=False)
         failback = self._phase(apps, start, skipped, target="primary")
+        for app in apps.values():  # publishers paused: what they sent is all there is
+            app.stop()
         lost_at_end = {
             kind: sorted(
                 {d.message_id for d in app.published} - {d.message_id for d in app.processed}
@@ -269,6 +291,11 @@ class _Drill:
             switch_output=self.switch_output,
             records={
                 kind: (list(app.published), list(app.processed)) for kind, app in apps.items()
+            },
+            deliveries={
+                kind: list(app.deliveries)
+                for kind, app in apps.items()
+                if app.kind == NamespaceKind.SERVICEBUS.value
             },
         )
 
@@ -323,11 +350,13 @@ class _Drill:
         for thread in threads:
             thread.join()
         kind_text = "forced" if force else "planned"
-        self.say(f"{kind_text} {direction.value}: {self.switch_codes}")
+        self.site.say(f"{kind_text} {direction.value}: {self.switch_codes}")
 
     def _phase(
         self, apps: dict[str, SampleApp], start: float, skipped: dict[str, int], *, target: str
     ) -> dict[str, PhaseFigures]:
+        """Traffic for a while, then the publishers paused (until :meth:`SampleApp.resume`)
+        while the consumers catch up; the phase's figures."""
         time.sleep(self.settings.traffic)
         paused = {kind: app.pause() for kind, app in apps.items()}
         self._catch_up(apps)
@@ -344,9 +373,7 @@ class _Drill:
             )
             for kind, app in apps.items()
         }
-        for app in apps.values():
-            app.resume()
-        self.say("phase done: " + json.dumps({k: f.lost for k, f in figures.items()}))
+        self.site.say("phase done: " + json.dumps({k: f.lost for k, f in figures.items()}))
         return figures
 
     def _catch_up(self, apps: dict[str, SampleApp]) -> None:
@@ -364,8 +391,20 @@ class _Drill:
             time.sleep(0.2)
 
 
-def nodes_connections(nodes: dict[str, Any], pick: Pick) -> dict[str, str]:
-    return {name: nodes[name].connection_string for name in (pick.primary, pick.secondary)}
+def _pair(environ: Mapping[str, str], topology: Topology, pick: Pick) -> dict[str, str]:
+    """The connection strings of ``pick``'s pair, primary first."""
+    return {
+        name: environ[topology.namespace(name).connection]
+        for name in (pick.primary, pick.secondary)
+    }
 
 
-__all__ = ["DrillReport", "DrillSettings", "Pick", "pick_applications", "run_drill"]
+__all__ = [
+    "DrillReport",
+    "DrillSettings",
+    "DrillSite",
+    "Pick",
+    "drill",
+    "pick_applications",
+    "run_drill",
+]

@@ -22,6 +22,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from replication.envelope import Envelope
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Done:
@@ -30,6 +32,16 @@ class Done:
     message_id: str
     namespace: str
     at: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Delivery:
+    """A copy a Service Bus consumer was handed by ``namespace``: ``processed`` by the
+    application, or completed by the skip helper as already processed."""
+
+    namespace: str
+    copy: Envelope
+    processed: bool
 
 
 @dataclasses.dataclass(slots=True)
@@ -105,4 +117,4 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-__all__ = ["Done", "PhaseFigures", "first_on", "longest_gap", "phase_figures"]
+__all__ = ["Delivery", "Done", "PhaseFigures", "first_on", "longest_gap", "phase_figures"]

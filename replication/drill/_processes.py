@@ -6,7 +6,8 @@ message before it acknowledges it, so a killed namespace keeps what it accepted)
 drill can kill one with SIGKILL and start it again on the same port. Azurite
 (``node_modules/.bin/azurite-blob``, installed by ``npm ci``) holds the binding documents, the
 consumers' logs and the checkpoints; ``python -m replication run`` replicates, as a user runs
-it. Every wait is bounded.
+it. Every wait is bounded. :func:`drill_site` starts all three: the
+:class:`~replication.drill._drill.DrillSite` of ``python -m replication drill``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from replication.exceptions import ReplicationError
+from replication.exceptions import DrillSetupError
 from replication.hosts.local import SECTIONS, EmulatorProcess, EmulatorStartError
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology
@@ -35,10 +36,6 @@ AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = (
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
-
-
-class DrillSetupError(ReplicationError):
-    """A process of the drill did not start; the message holds its last output."""
 
 
 def free_port() -> int:
@@ -121,7 +118,9 @@ def azurite(workdir: Path) -> Iterator[str]:
     """Azurite's blob service on a free port until the block exits; yields its connection
     string."""
     if not AZURITE_BLOB.exists():
-        raise DrillSetupError(f"{AZURITE_BLOB} is missing: run `npm ci` (./dev.sh test does)")
+        raise DrillSetupError(
+            f"{AZURITE_BLOB} is missing: run `npm ci` (./dev.sh demo and ./dev.sh test do)"
+        )
     port = free_port()
     location = workdir / "azurite"
     location.mkdir(parents=True, exist_ok=True)
@@ -171,10 +170,65 @@ def replicator(
         _end(process, signal.SIGTERM)
 
 
+class ProcessSite:
+    """The drill's namespaces as processes of their own (see :func:`drill_site`)."""
+
+    def __init__(
+        self,
+        nodes: Mapping[str, NamespaceProcess],
+        environ: Mapping[str, str],
+        progress: TextIO | None,
+    ) -> None:
+        self._nodes = dict(nodes)
+        self._environ = dict(environ)
+        self._progress = progress
+        self._started = time.monotonic()
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return self._environ
+
+    def kill(self, namespace: str) -> None:
+        self._nodes[namespace].kill()
+
+    def restart(self, namespace: str) -> None:
+        self._nodes[namespace].start()
+
+    def say(self, text: str) -> None:
+        if self._progress is not None:
+            print(f"[{time.monotonic() - self._started:6.1f} s] {text}", file=self._progress)
+            self._progress.flush()
+
+
+@contextlib.contextmanager
+def drill_site(
+    topology_path: Path, topology: Topology, workdir: Path, progress: TextIO | None
+) -> Iterator[ProcessSite]:
+    """One emulator process per namespace of ``topology``, Azurite and the replicator of
+    ``topology_path``, until the block exits."""
+    with contextlib.ExitStack() as stack:
+        nodes = namespace_processes(topology, workdir)
+        for node in nodes.values():
+            node.start()
+            stack.callback(node.stop)
+        storage = stack.enter_context(azurite(workdir))
+        environ = {
+            **{topology.namespace(n).connection: p.connection_string for n, p in nodes.items()},
+            "AzureWebJobsStorage": storage,
+            "REPLICATION_FAILOVER_STORAGE": storage,
+        }
+        stack.enter_context(replicator(topology_path, environ, workdir / "replicator.log"))
+        site = ProcessSite(nodes, environ, progress)
+        site.say(f"{len(nodes)} namespaces, Azurite and the replicator started")
+        yield site
+
+
 __all__ = [
     "DrillSetupError",
     "NamespaceProcess",
+    "ProcessSite",
     "azurite",
+    "drill_site",
     "free_port",
     "namespace_processes",
     "replicator",

@@ -42,7 +42,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from replication.exceptions import ConfigurationError
+from replication.exceptions import BindingDocumentError
 from replication.rules import SpecModel
 from replication.topology import json_path
 
@@ -61,10 +61,6 @@ class Role(enum.StrEnum):
 class SwitchKind(enum.StrEnum):
     PLANNED = "planned"
     FORCED = "forced"
-
-
-class BindingDocumentError(ConfigurationError):
-    """A binding document that cannot be read (not JSON, wrong schema, unknown namespace)."""
 
 
 Name = Annotated[str, Field(pattern=_NAME)]

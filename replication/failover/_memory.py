@@ -11,13 +11,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from replication.exceptions import ReplicationError
-
-
-class MemoryStoreUnavailableError(ReplicationError):
-    """The in-memory store was told to be unavailable."""
-
-    retryable = True
+from replication.exceptions import MemoryStoreUnavailableError
 
 
 class MemoryFailoverStore:

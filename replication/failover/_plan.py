@@ -30,17 +30,13 @@ import dataclasses
 import enum
 from datetime import timedelta
 
-from replication.exceptions import ConfigurationError
+from replication.exceptions import SwitchRefusedError
 from replication.topology import EntityRef, NamespaceKind, Topology
 
 from ._bindings import BindingDocument, Role
 
 REPLICATING_PATTERNS = ("active_passive", "all_active")
 """Patterns that copy an entity to the same entity elsewhere: the ones a switch can follow."""
-
-
-class SwitchRefusedError(ConfigurationError):
-    """The switch asked for is not possible with this topology and binding."""
 
 
 class Direction(enum.StrEnum):

@@ -17,7 +17,9 @@ an application already writes::
   settles what it holds on the old namespace and moves. Messages the processed-message log
   knows (:class:`~replication.failover._processed.ProcessedLog`, by MessageId) are completed
   and not returned; :attr:`~FailoverConsumer.counters` counts them, and the messages processed
-  although the log could not vouch for them (``unverified``).
+  although the log could not vouch for them (``unverified``). ``on_skip``, when given, is
+  called with each of them before it is completed (an audit of what the helper dropped: the
+  showcase counts them as what the subscription held).
 - :meth:`~FailoverConsumer.complete` records the message as processed; the settlement itself
   waits until the log entry is durable (:meth:`~FailoverConsumer.checkpoint`, run by the next
   :meth:`receive` and by :meth:`close`), so a completed message is never missing from the
@@ -106,9 +108,15 @@ class _ConsumerBase:
     """What the sync and async consumers share: the decisions, none of the I/O."""
 
     def __init__(
-        self, follower: BindingFollower, state: ConsumerState, channel: Callable[[str], Any]
+        self,
+        follower: BindingFollower,
+        state: ConsumerState,
+        channel: Callable[[str], Any],
+        *,
+        on_skip: Callable[[ReceivedMessage], None] | None = None,
     ) -> None:
         self._make_channel = channel
+        self._on_skip = on_skip
         self.follower = follower
         self.state = state
         self.counters = ConsumerCounters()
@@ -134,12 +142,13 @@ class _ConsumerBase:
         poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
         retention: timedelta = DEFAULT_RETENTION,
         max_entries: int = DEFAULT_MAX_ENTRIES,
+        on_skip: Callable[[ReceivedMessage], None] | None = None,
     ) -> Self:
         """A consumer of the queue ``entity`` (or of its ``subscription`` when ``entity`` is a
         topic). Without a ``store`` it stays on the first namespace and keeps its log in memory
-        only. The sync consumer loads its persisted log here (the async one in ``open``);
-        either raises :class:`~replication.exceptions.ReplicationError` when the store cannot
-        be read."""
+        only. ``on_skip`` sees each message the log skips, before it is completed. The sync
+        consumer loads its persisted log here (the async one in ``open``); either raises
+        :class:`~replication.exceptions.ReplicationError` when the store cannot be read."""
         follower = BindingFollower(
             store,
             app=app,
@@ -158,6 +167,7 @@ class _ConsumerBase:
             lambda name: channel_class(
                 namespaces[name], entity, subscription, label=f"{name}/{entity}"
             ),
+            on_skip=on_skip,
         )
 
     @property
@@ -186,6 +196,8 @@ class _ConsumerBase:
             decision: Decision = self.log.decide(facts.message_id, origin)
             if decision.skip:
                 self.counters.skipped += 1
+                if self._on_skip is not None:
+                    self._on_skip(message)
                 skip.append(message)
                 continue
             if decision.unverified:
@@ -233,8 +245,10 @@ class FailoverConsumer(_ConsumerBase):
         follower: BindingFollower,
         state: ConsumerState,
         channel: Callable[[str], _SyncChannel],
+        *,
+        on_skip: Callable[[ReceivedMessage], None] | None = None,
     ) -> None:
-        super().__init__(follower, state, channel)
+        super().__init__(follower, state, channel, on_skip=on_skip)
         self._channel: _SyncChannel | None = None
         self.state.load()
 
@@ -337,8 +351,10 @@ class AsyncFailoverConsumer(_ConsumerBase):
         follower: BindingFollower,
         state: ConsumerState,
         channel: Callable[[str], _AsyncChannel],
+        *,
+        on_skip: Callable[[ReceivedMessage], None] | None = None,
     ) -> None:
-        super().__init__(follower, state, channel)
+        super().__init__(follower, state, channel, on_skip=on_skip)
         self._channel: _AsyncChannel | None = None
 
     async def open(self) -> None:

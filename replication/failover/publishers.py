@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar, Protocol, Self
 
-from replication.exceptions import ReplicationError, TransientForwardError
+from replication.exceptions import PublishTimeoutError, TransientForwardError
 from replication.transport.connections import NamespaceAccess
 from replication.transport.failover import (
     AsyncEventHubPublishChannel,
@@ -50,12 +50,6 @@ MAX_CALL_SECONDS = 10.0
 given up on for this call and counted as a failure, so the unavailability window applies."""
 
 Access = str | NamespaceAccess
-
-
-class PublishTimeoutError(ReplicationError):
-    """No namespace accepted the messages within the send timeout."""
-
-    retryable = True
 
 
 class _SyncChannel(Protocol):

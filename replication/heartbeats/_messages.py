@@ -5,11 +5,11 @@ for the entities and tasks it adds), every Service Bus namespace that is a task 
 heartbeat every interval, published on its heartbeat topic by a timer (a Functions timer
 trigger, :mod:`replication.heartbeats.functions`; a thread of the local host,
 :func:`publish_forever`). The generated heartbeat tasks replicate it like any message; at each
-receiving namespace a reader (:mod:`replication.transport.heartbeats`) hands every heartbeat to
-a :class:`HeartbeatBook`, which keeps per path (origin, target) the publish time of the latest
-one. A path's *age* is now minus that time: about one interval plus the replication lag while
-the path works, growing without bound when anything on it (the publisher, the replicator, the
-source or target namespace, the network between them) stops.
+receiving namespace a reader (:func:`~replication.transport.servicebus.run_heartbeat_reader`)
+hands every heartbeat to a :class:`HeartbeatBook`, which keeps per path (origin, target) the
+publish time of the latest one. A path's *age* is now minus that time: about one interval plus
+the replication lag while the path works, growing without bound when anything on it (the
+publisher, the replicator, the source or target namespace, the network between them) stops.
 
 A heartbeat is an ordinary message:
 
@@ -113,6 +113,15 @@ class HeartbeatBook:
             if known is None or heartbeat.published > known:
                 self._latest[key] = heartbeat.published
         return True
+
+    def receive(self, body: bytes, target: str) -> bool:
+        """A message arrived at ``target``'s heartbeat reader: record it when it is a heartbeat
+        of another namespace. Anything else is ignored (logged at DEBUG), never an error."""
+        heartbeat = parse_heartbeat(body)
+        if heartbeat is None:
+            logger.debug("%s: not a heartbeat, ignored", target)
+            return False
+        return self.record(heartbeat, target)
 
     def ages(self) -> dict[tuple[str, str], float | None]:
         """Seconds since the latest heartbeat per path (None: none arrived yet)."""

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from replication.topology import Topology, heartbeat_paths
+
 from ._messages import HeartbeatBook
 
 METER_NAME = "replication.heartbeats"
@@ -47,4 +49,23 @@ def observe_heartbeat_age(book: HeartbeatBook) -> None:
     )
 
 
-__all__ = ["GAUGE_NAME", "METER_NAME", "heartbeat_observations", "observe_heartbeat_age"]
+def watch_paths(book: HeartbeatBook, topology: Topology) -> bool:
+    """Expect every heartbeat path of ``topology`` in ``book`` and report the book as the
+    gauge: what each host does before it publishes or reads. False, and nothing done, when the
+    topology has no heartbeat path (heartbeats off, or no namespace receives any)."""
+    paths = heartbeat_paths(topology)
+    if not paths:
+        return False
+    for path in paths:
+        book.expect(path.origin, path.target)
+    observe_heartbeat_age(book)
+    return True
+
+
+__all__ = [
+    "GAUGE_NAME",
+    "METER_NAME",
+    "heartbeat_observations",
+    "observe_heartbeat_age",
+    "watch_paths",
+]

@@ -31,14 +31,13 @@ from replication.topology import (
     HEARTBEAT_READER,
     Topology,
     heartbeat_origins,
-    heartbeat_paths,
     heartbeat_receivers,
     heartbeat_schedule,
 )
 from replication.transport.senders import SenderFactory
 
-from ._messages import HeartbeatBook, heartbeat_now, parse_heartbeat
-from ._metric import observe_heartbeat_age
+from ._messages import HeartbeatBook, heartbeat_now
+from ._metric import watch_paths
 
 logger = logging.getLogger(__name__)
 
@@ -50,16 +49,12 @@ def register_heartbeats(
 ) -> HeartbeatBook | None:
     """Add the heartbeat functions of ``topology`` to ``app``; the book their readers fill
     (None when heartbeats are off or no path exists)."""
-    paths = heartbeat_paths(topology)
-    if not paths:
+    book = HeartbeatBook()
+    if not watch_paths(book, topology):
         return None
     spec = topology.heartbeats
     schedule = heartbeat_schedule(spec.interval)
     assert schedule is not None, "checked when the topology was loaded"
-    book = HeartbeatBook()
-    for path in paths:
-        book.expect(path.origin, path.target)
-    observe_heartbeat_age(book)
     publish = app.timer_trigger(arg_name="timer", schedule=schedule, use_monitor=False)(
         _publisher(topology, factory)
     )
@@ -99,9 +94,7 @@ def _publisher(topology: Topology, factory: SenderFactory) -> Callable[..., None
 def _reader(book: HeartbeatBook, target: str) -> Callable[..., None]:
     def read(messages: typing.List[func.ServiceBusMessage]) -> None:  # noqa: UP006
         for message in messages:
-            heartbeat = parse_heartbeat(message.get_body())
-            if heartbeat is not None:
-                book.record(heartbeat, target)
+            book.receive(message.get_body(), target)
 
     return read
 

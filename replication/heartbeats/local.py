@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Mapping
 
-from replication.runtime import TaskStatus
+from replication.runtime import TaskStatus, supervise
+from replication.settings import Settings
 from replication.topology import (
     Topology,
     heartbeat_origins,
-    heartbeat_paths,
     heartbeat_receivers,
 )
-from replication.transport.heartbeats import run_heartbeat_reader
-from replication.transport.receivers import supervise
 from replication.transport.senders import SenderFactory
+from replication.transport.servicebus import run_heartbeat_reader
 
 from ._messages import HeartbeatBook, publish_forever
-from ._metric import observe_heartbeat_age
+from ._metric import watch_paths
 
 
 def start_heartbeats(
@@ -34,15 +32,11 @@ def start_heartbeats(
     factory: SenderFactory,
     book: HeartbeatBook,
     stop: threading.Event,
-    environ: Mapping[str, str],
+    settings: Settings,
 ) -> list[threading.Thread]:
     """Start the publishers and readers of ``topology``'s heartbeats (none when disabled)."""
-    paths = heartbeat_paths(topology)
-    for path in paths:
-        book.expect(path.origin, path.target)
-    if not paths:
+    if not watch_paths(book, topology):
         return []
-    observe_heartbeat_age(book)
     spec = topology.heartbeats
     threads = [
         threading.Thread(
@@ -62,7 +56,7 @@ def start_heartbeats(
             book,
             stop,
             status,
-            environ=environ,
+            settings=settings,
         )
         threads.append(
             threading.Thread(

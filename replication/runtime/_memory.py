@@ -51,14 +51,13 @@ class MemoryTarget:
                 )
             reason = self._reject(envelope) if self._reject is not None else None
             if reason is not None:
-                error = PermanentForwardError(
+                raise PermanentForwardError(
                     f"rejected {envelope.message_id}",
                     target=self.name,
                     acknowledged=acknowledged,
                     culprit=index if self._name_culprit else None,
+                    reason=reason,
                 )
-                error.reason = reason
-                raise error
             self.received.append(envelope)
 
 

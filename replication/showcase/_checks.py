@@ -158,6 +158,31 @@ def split_by_place() -> Check:
     return check
 
 
+def processed_once() -> Check:
+    """The scenario's own application processed each message it published exactly once, on
+    whichever namespace it read then (the failover consumer's promise, with its skip helper):
+    none missing, none processed twice. Counted from the copies it took, not from its log."""
+
+    def check(collected: Collected) -> Finding:
+        times = Counter(copy.message_id for _, copy in collected.processed)
+        lost = sum(1 for expected in collected.sent if expected.message_id not in times)
+        duplicates = sum(n - 1 for n in times.values() if n > 1)
+        skipped = len(collected.skipped_by_helper)
+        figures = {
+            "processed": len(times),
+            "lost": lost,
+            "duplicates": duplicates,
+            "skipped_by_helper": skipped,
+        }
+        text = (
+            f"{len(times)} consumed, {lost} lost, {duplicates} duplicates "
+            f"({skipped} skipped by the helper)"
+        )
+        return Finding(bool(collected.sent) and not lost and not duplicates, text, figures)
+
+    return check
+
+
 def _duration(value: timedelta) -> str:
     seconds = int(value.total_seconds())
     if seconds % 60 == 0:
@@ -169,6 +194,7 @@ __all__ = [
     "every_replica",
     "in_every_namespace",
     "order_per_key",
+    "processed_once",
     "replica_time_to_live",
     "replicas_have",
     "replicas_with",

@@ -9,10 +9,14 @@ connection string of its renamed namespace, exactly as ``python -m emulator --to
 
 A namespace a scenario kills and restarts (``Scenario.isolated``) gets a process of its own with
 ``--data-dir``, so a SIGKILL takes down that namespace only and what it acknowledged survives.
+Each run starts it empty: what an earlier run in the same folder left in its data directory is
+removed first (its duplicate detection history would drop the new run's replicas, which carry
+the same MessageIds).
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -39,10 +43,10 @@ class ShowcaseEmulators:
             for namespace in materialize(topology).namespaces:
                 full = emulator_name(name, namespace.name)
                 if namespace.name in isolated:
+                    data = workdir / full / "data"
+                    shutil.rmtree(data, ignore_errors=True)
                     self._isolated[(name, namespace.name)] = EmulatorProcess(
-                        namespaces_config([(full, namespace)]),
-                        workdir / full,
-                        data_dir=workdir / full / "data",
+                        namespaces_config([(full, namespace)]), workdir / full, data_dir=data
                     )
                 else:
                     shared.append((full, namespace))

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -55,10 +55,12 @@ class Expectation:
 
 @dataclass(frozen=True)
 class Finding:
-    """The outcome of a :data:`Check`: whether it holds, and one line a person reads."""
+    """The outcome of a :data:`Check`: whether it holds, one line a person reads, and the
+    numbers behind it (by name, in ``showcase.json``)."""
 
     ok: bool
     text: str
+    figures: Mapping[str, float] = field(default_factory=dict)
 
 
 Check = Callable[["Collected"], Finding]
@@ -73,6 +75,12 @@ class Collected:
     places: Places
     sent: list[Expectation]
     held: dict[EntityRef, list[Envelope]] = field(default_factory=dict)
+    processed: list[tuple[EntityRef, Envelope]] = field(default_factory=list)
+    """Copies the scenario's own application processed (they are in ``held`` too)."""
+    skipped_by_helper: list[tuple[EntityRef, Envelope]] = field(default_factory=list)
+    """Copies its skip helper completed as already processed (in ``held`` too)."""
+    measured: list[Finding] = field(default_factory=list)
+    """What the scenario measured itself (times no broker holds), for the verdict."""
 
     def add(self, place: EntityRef, copies: Sequence[Envelope]) -> None:
         self.held.setdefault(place, []).extend(copies)
@@ -179,7 +187,7 @@ def count(collected: Collected, checks: Sequence[Check] = ()) -> Figures:
         misplaced=unexpected.total(),
         lag_p50=_percentile(lags, 0.50),
         lag_p95=_percentile(lags, 0.95),
-        findings=tuple(check(collected) for check in checks),
+        findings=tuple(check(collected) for check in checks) + tuple(collected.measured),
     )
 
 

@@ -4,7 +4,8 @@ One scenario (:func:`run_scenario`):
 
 1. its topology's tasks run in a :class:`~replication.hosts.local.LocalHost` against its
    namespaces on the shared emulator (:mod:`._emulators`), with the real SDKs;
-2. ``drive`` publishes and breaks things through a :class:`Stage`;
+2. ``drive`` publishes and breaks things through a :class:`Stage` (or runs an application of
+   its own and hands over what that application published and took from the entities);
 3. every entity its applications read, and every parking queue, is read over and over
    (:class:`~replication.transport.consumers.EntityConsumer`, the scenario's failing consumers
    among them) until every expected copy is there and no task has handled a message for
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from replication.envelope import Envelope
 from replication.hosts.local import LocalHost
+from replication.settings import Settings
 from replication.topology import EntityRef, Topology
 from replication.transport.consumers import EntityConsumer
 from replication.transport.senders import SenderFactory
@@ -37,7 +39,7 @@ from replication.transport.senders import SenderFactory
 from ._audit import SparkAudit, audit_command, write_capture
 from ._display import Reporter
 from ._emulators import ShowcaseEmulators
-from ._figures import Collected, Expectation, Figures, count
+from ._figures import Collected, Expectation, Figures, Finding, count
 from ._places import Places, describe, place, places_of
 from ._scenario import Scenario
 
@@ -78,8 +80,12 @@ class _Stage:
         self._places = places
         self._emulators = emulators
         self._reporter = reporter
-        self._factory = SenderFactory(topology, dict(settings))
+        self._factory = SenderFactory(
+            topology, Settings.from_environ(settings, connections=topology.connections)
+        )
         self.sent: list[Expectation] = []
+        self.consumptions: list[tuple[EntityRef, list[Envelope], bool]] = []
+        self.findings: list[Finding] = []
 
     @property
     def topology(self) -> Topology:
@@ -98,15 +104,32 @@ class _Stage:
         expect: Iterable[str],
         parked: str | None = None,
     ) -> None:
-        places = frozenset(place(text) for text in expect)
+        places = self._consumer_places(expect)
+        self._factory.sender(namespace, entity).send(list(messages))
+        self.sent += [Expectation(str(m.message_id), places, parked) for m in messages]
+
+    def expect(self, message_ids: Iterable[str], *, places: Iterable[str]) -> None:
+        where = self._consumer_places(places)
+        self.sent += [Expectation(message_id, where) for message_id in message_ids]
+
+    def consumed(self, place: str, copies: Sequence[Envelope], *, processed: bool) -> None:
+        (ref,) = self._consumer_places([place])
+        self.consumptions.append((ref, list(copies), processed))
+
+    def measured(
+        self, text: str, *, ok: bool = True, figures: Mapping[str, float] | None = None
+    ) -> None:
+        self.findings.append(Finding(ok, text, dict(figures or {})))
+
+    def _consumer_places(self, texts: Iterable[str]) -> frozenset[EntityRef]:
+        places = frozenset(place(text) for text in texts)
         unknown = [describe(p) for p in places if p not in self._places.consumers]
         if unknown:
             raise ValueError(
                 f"scenario {self._scenario.name}: {', '.join(unknown)} is not an entity "
                 f"applications read in {self._scenario.example}"
             )
-        self._factory.sender(namespace, entity).send(list(messages))
-        self.sent += [Expectation(str(m.message_id), places, parked) for m in messages]
+        return places
 
     def kill(self, namespace: str) -> None:
         self._emulators.process(self._scenario.name, namespace).kill()
@@ -140,11 +163,12 @@ class _Readers:
         settings: Mapping[str, str],
     ) -> None:
         failing = {place(text): fails for text, fails in scenario.failing_consumers.items()}
+        read = Settings.from_environ(settings, connections=topology.connections)
         self._open: dict[EntityRef, EntityConsumer] = {}
         self._make: Callable[[EntityRef], EntityConsumer] = lambda ref: EntityConsumer(
             topology.namespace(ref.namespace),
             ref,
-            environ=settings,
+            settings=read,
             sessions=ref in places.sessions,
             fails=failing.get(ref),
         )
@@ -218,6 +242,11 @@ def _run(
             scenario.drive(stage)
             driven = time.monotonic()
             collected.sent = stage.sent
+            collected.measured = stage.findings
+            for ref, copies, processed in stage.consumptions:
+                collected.add(ref, copies)
+                mine = collected.processed if processed else collected.skipped_by_helper
+                mine += [(ref, copy) for copy in copies]
             expected = sum(len(e.places) + bool(e.parked) for e in stage.sent)
             while True:
                 for ref, copies in readers.take(places.read_while_running, READ_WAIT):

@@ -7,6 +7,11 @@ for each one, where a copy must arrive or why it must be parked) and breaks thin
 killed and restarted). Then the showcase reads every entity the topology's applications read and
 counts (:mod:`._figures`); ``checks`` look at the copies for what the pattern promises beyond
 arrival: a TTL on the replica, order per key, the route a copy took.
+
+A scenario may run an application of its own instead (the failover drill's publisher and
+consumer): it tells the stage which messages that application published and where they must
+arrive (:meth:`Stage.expect`) and hands over every copy its consumer took from an entity
+(:meth:`Stage.consumed`), so that they are counted with what the showcase reads there.
 """
 
 from __future__ import annotations
@@ -47,6 +52,25 @@ class Stage(Protocol):
         record that a copy of each must arrive in every ``expect`` place
         (``"namespace/entity[/subscription]"``) and, with ``parked``, be parked with that
         reason. Messages need distinct MessageIds."""
+        ...
+
+    def expect(self, message_ids: Iterable[str], *, places: Iterable[str]) -> None:
+        """Record messages the scenario's own clients published (each acknowledged by a
+        broker) and that a copy of each must arrive in every one of ``places``, as
+        :meth:`publish` does for the messages it sends."""
+        ...
+
+    def consumed(self, place: str, copies: Sequence[Envelope], *, processed: bool) -> None:
+        """Copies the scenario's own application took from ``place`` (an entity applications
+        read), as received: ``processed`` by it, or completed by its skip helper as already
+        processed. They count as what ``place`` held, with what the showcase reads there."""
+        ...
+
+    def measured(
+        self, text: str, *, ok: bool = True, figures: Mapping[str, float] | None = None
+    ) -> None:
+        """A figure the scenario measured itself, which no broker holds (how long a switch
+        took): shown in the verdict; ``ok=False`` fails the scenario."""
         ...
 
     def kill(self, namespace: str) -> None:

@@ -118,7 +118,7 @@ def run_showcase(
 
 def _slowest_first(loaded: Sequence[tuple[Scenario, Topology]]) -> list[tuple[Scenario, Topology]]:
     """The mesh first (its audit then overlaps the rest), then the scenarios that wait most."""
-    waits = {"mesh": 0, "outage": 1, "spillover": 2, "sessions": 3}
+    waits = {"mesh": 0, "failover": 1, "outage": 2, "spillover": 3, "sessions": 4}
     return sorted(loaded, key=lambda pair: waits.get(pair[0].name, len(waits)))
 
 

@@ -57,11 +57,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from replication.envelope import Envelope
-
-TELEMETRY_SETTING = "REPLICATION_TELEMETRY"
-"""App setting: ``off`` disables metrics and traces; ``console`` (local runs) prints them."""
-
-OFF_VALUES = frozenset({"off", "false", "0", "no", "none", "disabled"})
+from replication.settings import TELEMETRY_SETTING, telemetry_on
 
 INSTRUMENTATION_NAME = "replication"
 """The meter's and the tracer's name."""
@@ -105,8 +101,9 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 
 
 def telemetry_enabled(environ: Mapping[str, str]) -> bool:
-    """False when ``REPLICATION_TELEMETRY`` says off; on by default."""
-    return environ.get(TELEMETRY_SETTING, "").strip().lower() not in OFF_VALUES
+    """False when ``REPLICATION_TELEMETRY`` in ``environ`` says off; on by default (the rule of
+    :attr:`replication.settings.Settings.telemetry_enabled`)."""
+    return telemetry_on(environ.get(TELEMETRY_SETTING, ""))
 
 
 def skip_reason(reason: str) -> str:
@@ -143,9 +140,14 @@ def trace_context(envelope: Envelope) -> otel_context.Context | None:
 
 
 class BatchTelemetry:
-    """What the runner records while it runs one batch: spans, duration, per-target stamping.
+    """The sensor of one batch: the hooks the runner fires while it runs it, as a context
+    manager around the whole run (:meth:`TaskTelemetry.batch`), or around parking messages
+    that could not even be read (:meth:`TaskTelemetry.parking`).
 
-    This base class records nothing (telemetry off); :class:`_RecordingBatch` records."""
+    The runner only says what happened; which counter, histogram or span that makes is decided
+    here. This base class records nothing (telemetry off); :class:`_Recording` records.
+    ``target`` is always ``namespace/entity`` (empty: no parking entity, a dry run).
+    """
 
     def __enter__(self) -> BatchTelemetry:
         return self
@@ -158,12 +160,26 @@ class BatchTelemetry:
     ) -> None:
         return None
 
-    def stamp(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
-        """``envelopes`` as sent to ``target``: carrying the send span's trace context."""
+    def on_skip(self, reason: str) -> None:
+        """The pattern settled a message without a replica (``reason``: its free text)."""
+
+    def on_send(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
+        """Replicas about to be sent to ``target``: returned as they must be sent, carrying the
+        send span's trace context."""
         return envelopes
 
-    def sent(self, target: str, count: int) -> None:
-        """``count`` more replicas acknowledged by ``target`` (span attribute)."""
+    def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
+        """``target`` acknowledged replicas, whose sources were enqueued at ``enqueued`` (epoch
+        seconds; None when unknown)."""
+
+    def on_send_error(self, target: str, error: BaseException) -> None:
+        """One send call to ``target`` failed (it may have acknowledged part of its replicas)."""
+
+    def on_give_up(self, target: str, count: int, error: BaseException) -> None:
+        """The invocation gave up with ``count`` replicas (or parked copies) still unsent."""
+
+    def on_parked(self, target: str, reason: str) -> None:
+        """The parking entity ``target`` acknowledged a parked copy parked for ``reason``."""
 
 
 class TaskTelemetry:
@@ -291,10 +307,17 @@ class TaskTelemetry:
         return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
 
     def batch(self, envelopes: Sequence[Envelope]) -> BatchTelemetry:
-        """The recorder of one batch; use as a context manager around the whole run."""
+        """The sensor of one batch; use as a context manager around the whole run."""
         if not self.enabled:
             return _NOTHING
         return _RecordingBatch(self, envelopes)
+
+    def parking(self, count: int) -> BatchTelemetry:
+        """The sensor of parking ``count`` messages that could not be read (no span, no batch
+        duration: they were never a batch the pattern planned)."""
+        if not self.enabled:
+            return _NOTHING
+        return _RecordingParking(self, count)
 
     def _record_duration(self, seconds: float, error: BaseException | None) -> None:
         attributes: dict[str, str] = {TASK: self.task}
@@ -306,11 +329,46 @@ class TaskTelemetry:
 _NOTHING = BatchTelemetry()
 
 
-class _RecordingBatch(BatchTelemetry):
-    """A batch with telemetry on: the process span, one send span per target, the duration."""
+class _Recording(BatchTelemetry):
+    """Telemetry on: the hooks become the task's counters and histograms."""
+
+    def __init__(self, telemetry: TaskTelemetry) -> None:
+        self._telemetry = telemetry
+
+    def on_skip(self, reason: str) -> None:
+        self._telemetry.skipped(reason)
+
+    def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
+        self._telemetry.forwarded(target, enqueued)
+
+    def on_send_error(self, target: str, error: BaseException) -> None:
+        self._telemetry.send_failed(target, error)
+
+    def on_give_up(self, target: str, count: int, error: BaseException) -> None:
+        self._telemetry.failed(target, count, error)
+
+    def on_parked(self, target: str, reason: str) -> None:
+        self._telemetry.dead_lettered(target, reason)
+
+
+class _RecordingParking(_Recording):
+    """Parking unreadable messages: they count as received."""
+
+    def __init__(self, telemetry: TaskTelemetry, count: int) -> None:
+        super().__init__(telemetry)
+        self._count = count
+
+    def __enter__(self) -> BatchTelemetry:
+        self._telemetry.received(self._count)
+        return self
+
+
+class _RecordingBatch(_Recording):
+    """A batch with telemetry on: also the process span, one send span per target, the
+    duration."""
 
     def __init__(self, telemetry: TaskTelemetry, envelopes: Sequence[Envelope]) -> None:
-        self._telemetry = telemetry
+        super().__init__(telemetry)
         self._envelopes = envelopes
         self._sends: dict[str, tuple[trace.Span, dict[str, str], list[int]]] = {}
         self._process: trace.Span = trace.INVALID_SPAN
@@ -371,7 +429,7 @@ class _RecordingBatch(BatchTelemetry):
         self._process.end()
         self._telemetry._record_duration(time.perf_counter() - self._started, error)
 
-    def stamp(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
+    def on_send(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
         if not self._tracing:
             return envelopes
         entry = self._sends.get(target)
@@ -397,10 +455,11 @@ class _RecordingBatch(BatchTelemetry):
             return [e.with_properties(updates) for e in envelopes]
         return [e.with_properties(updates, remove=(TRACE_STATE,)) for e in envelopes]
 
-    def sent(self, target: str, count: int) -> None:
+    def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
+        super().on_sent(target, enqueued)
         entry = self._sends.get(target)
         if entry is not None:
-            entry[2][0] += count
+            entry[2][0] += len(enqueued)
 
 
 def _trace_key(envelope: Envelope) -> object:

@@ -27,16 +27,12 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Mapping
 from types import ModuleType
 
-from ._instruments import TELEMETRY_SETTING, telemetry_enabled
+from replication.settings import CONNECTION_STRING_SETTING, CONSOLE, OTLP_ENDPOINT_SETTING, Settings
 
 logger = logging.getLogger(__name__)
 
-CONNECTION_STRING_SETTING = "APPLICATIONINSIGHTS_CONNECTION_STRING"
-OTLP_ENDPOINT_SETTING = "OTEL_EXPORTER_OTLP_ENDPOINT"
-CONSOLE = "console"
 METRIC_EXPORT_INTERVAL_MS = 15_000
 """How often local runs export metrics (the SDK's default is a minute)."""
 
@@ -50,15 +46,16 @@ def _load(module: str, package: str) -> ModuleType:
         ) from error
 
 
-def configure_function_app_telemetry(environ: Mapping[str, str]) -> bool:
+def configure_function_app_telemetry(settings: Settings) -> bool:
     """Export to Application Insights when its connection string is set; True if configured.
 
-    The connection string is passed by the environment, never logged."""
-    if not telemetry_enabled(environ) or not environ.get(CONNECTION_STRING_SETTING):
+    The connection string is passed by the settings, never logged."""
+    connection_string = settings.app_insights_connection_string
+    if not settings.telemetry_enabled or connection_string is None:
         return False
     distro = _load("azure.monitor.opentelemetry", "azure-monitor-opentelemetry")
     distro.configure_azure_monitor(
-        connection_string=environ[CONNECTION_STRING_SETTING],
+        connection_string=connection_string.get_secret_value(),
         instrumentation_options={"azure_sdk": {"enabled": False}},
         # The Functions host already ships every Python log record to Application Insights;
         # a second handler would store each line twice.
@@ -68,14 +65,14 @@ def configure_function_app_telemetry(environ: Mapping[str, str]) -> bool:
     return True
 
 
-def configure_local_telemetry(environ: Mapping[str, str]) -> str | None:
+def configure_local_telemetry(settings: Settings) -> str | None:
     """Set up the SDK for a local run: ``"otlp"``, ``"console"`` or None (nothing configured).
 
     OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, else the console when
     ``REPLICATION_TELEMETRY=console``; ``REPLICATION_TELEMETRY=off`` wins over both."""
-    if not telemetry_enabled(environ):
+    if not settings.telemetry_enabled:
         return None
-    if environ.get(OTLP_ENDPOINT_SETTING):
+    if settings.otlp_endpoint:
         package = "opentelemetry-exporter-otlp-proto-http"
         metric_exporter = _load(
             "opentelemetry.exporter.otlp.proto.http.metric_exporter", package
@@ -84,7 +81,7 @@ def configure_local_telemetry(environ: Mapping[str, str]) -> str | None:
             "opentelemetry.exporter.otlp.proto.http.trace_exporter", package
         ).OTLPSpanExporter()
         kind = "otlp"
-    elif environ.get(TELEMETRY_SETTING, "").strip().lower() == CONSOLE:
+    elif settings.telemetry_console:
         sdk_metrics_export = _load("opentelemetry.sdk.metrics.export", "opentelemetry-sdk")
         sdk_trace_export = _load("opentelemetry.sdk.trace.export", "opentelemetry-sdk")
         metric_exporter = sdk_metrics_export.ConsoleMetricExporter()

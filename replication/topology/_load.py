@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from replication.exceptions import ConfigurationError
+from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.transforms import CodeReferenceError, Transforms, TransformSignatureError
 
 from ._checks import check_references, check_resolved, failer
@@ -30,9 +31,6 @@ from ._lanes import expand_tasks
 from ._sessions import check_sessions
 from ._tasks import ResolvedTask, resolve_task
 from ._topology import Topology
-
-TOPOLOGY_SETTING = "REPLICATION_TOPOLOGY"
-DEFAULT_TOPOLOGY_PATH = "topology.json"
 
 
 def parse_topology(
@@ -154,9 +152,7 @@ def load_topology(
             (nested too deeply included), or not a valid topology; the message names the file
             and, when there is one, the line or JSON path.
     """
-    location = Path(
-        path if path is not None else os.environ.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH)
-    )
+    location = Path(path if path is not None else Settings.from_environ().topology)
     source = str(location)
     document = _decode(_read(location, source), source)
     if not isinstance(document, dict):

@@ -32,6 +32,12 @@ class Topology(SpecModel):
     monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec)
     _resolved: dict[str, ResolvedTask] | None = PrivateAttr(default=None)
 
+    @property
+    def connections(self) -> list[str]:
+        """The namespaces' ``connection`` setting prefixes, in file order: the per-namespace
+        app settings :meth:`replication.settings.Settings.from_environ` reads."""
+        return [namespace.connection for namespace in self.namespaces]
+
     def namespace(self, name: str) -> NamespaceSpec:
         """The namespace with logical name ``name`` (KeyError when absent)."""
         for namespace in self.namespaces:

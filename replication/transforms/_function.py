@@ -13,15 +13,13 @@ import dataclasses
 import inspect
 from typing import cast
 
+from replication.exceptions import TransformSignatureError
+
 from ._results import TransformFunction
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds one call may take before its message is parked as ``TransformFailed`` (the
 topology's ``transform.timeout`` changes it); the batch's budget bounds all calls together."""
-
-
-class TransformSignatureError(ValueError):
-    """The object named as a transform cannot be called with one message."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

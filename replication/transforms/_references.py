@@ -16,11 +16,9 @@ import difflib
 import importlib
 import re
 
+from replication.exceptions import CodeReferenceError
+
 _REFERENCE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
-
-
-class CodeReferenceError(ValueError):
-    """A ``module:attribute`` reference that cannot be imported (the message says why)."""
 
 
 def import_reference(reference: str) -> object:

@@ -6,24 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from replication.exceptions import MessageRejectedError
+from replication.exceptions import UndecodableFieldError, UnsupportedBodyError
 from replication.properties import DEAD_LETTER_BODY_OMITTED, DEAD_LETTER_PROPERTIES_OMITTED
 from replication.values import as_text
 
-from ._properties import salvage_properties
-
-
-class UnsupportedBodyError(MessageRejectedError):
-    """The message body is an AMQP value or sequence, which a byte-exact replica cannot carry."""
-
-    reason = "UnsupportedBodyType"
-
-
-class UndecodableFieldError(MessageRejectedError):
-    """A message property that is text by contract (MessageId, CorrelationId, ...) holds binary
-    that is not UTF-8: no replica could carry it unchanged."""
-
-    reason = "UndecodableMessageField"
+from ._properties import decode_properties, salvage_properties
 
 
 def text(value: Any, name: str = "value") -> str | None:
@@ -108,3 +95,27 @@ class Salvage:
         if self.omitted:
             markers[DEAD_LETTER_PROPERTIES_OMITTED] = "; ".join(self.omitted)[:1024]
         return markers
+
+
+class Strict:
+    """Reading a message that must convert whole: the first field that does not raises its
+    :class:`~replication.exceptions.MessageRejectedError`. The same methods as
+    :class:`Salvage`, so that one field map per message type serves both."""
+
+    def text(self, value: Any, name: str) -> str | None:
+        return text(value, name)
+
+    def properties(self, properties: Mapping[Any, Any] | None) -> dict[str, Any]:
+        return decode_properties(properties)
+
+    def body(self, body: Any, body_type_name: str) -> bytes:
+        return body_bytes(body, body_type_name)
+
+    def markers(self) -> dict[str, str]:
+        return {}
+
+
+STRICT = Strict()
+
+FieldReader = Strict | Salvage
+"""How a converter reads a message's fields: strictly, or salvaging what converts."""

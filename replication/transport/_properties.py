@@ -23,7 +23,7 @@ Bus SQL filter cannot read them), keys that are not UTF-8, integers outside the 
 decimals that are not finite (the SDK's decimal128 encoder cannot write them).
 
 Values the SDK cannot decode at all (char, decimal32, decimal64, decimal128) never reach this
-module: the receive call itself fails, see :mod:`replication.transport.receivers`.
+module: the receive call itself fails, see :mod:`replication.transport.servicebus` (``_loops``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any, cast
 
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
-from replication.exceptions import MessageRejectedError
+from replication.exceptions import UnsupportedPropertyError
 
 INT32 = range(-(2**31), 2**31)
 INT64 = range(-(2**63), 2**63)
@@ -48,12 +48,6 @@ _PLAIN = frozenset({str, bool, int, float, type(None)})
 _AS_IS = frozenset({str, bool, float, type(None)})
 """Value types :func:`sdk_properties` passes through unchanged (exact types only; every int
 needs its range checked)."""
-
-
-class UnsupportedPropertyError(MessageRejectedError):
-    """An application property has a key or value this library cannot replicate faithfully."""
-
-    reason = "UnsupportedApplicationProperty"
 
 
 def _key(key: Any) -> str:
@@ -173,7 +167,6 @@ def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
 
 
 __all__ = [
-    "UnsupportedPropertyError",
     "decode_properties",
     "salvage_properties",
     "sdk_properties",

@@ -18,8 +18,7 @@ For namespace ``N`` with ``connection: "SB_WEU"`` the app settings are read in t
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from azure.core.credentials import TokenCredential
@@ -27,9 +26,8 @@ from azure.eventhub import EventHubConsumerClient, EventHubProducerClient
 from azure.servicebus import ServiceBusClient
 
 from replication.exceptions import ConfigurationError
+from replication.settings import KEY_VAULT_URI_SETTING, Connection, Settings
 from replication.topology import NamespaceKind, NamespaceSpec
-
-KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
 
 EventHubClient = TypeVar("EventHubClient", EventHubProducerClient, EventHubConsumerClient)
 
@@ -64,11 +62,10 @@ def token_credential(client_id: str | None, credential: str | None = None) -> To
     return DefaultAzureCredential()
 
 
-def prefixed_credential(settings: Mapping[str, str], prefix: str) -> TokenCredential:
-    """The token credential of the identity-based connection whose settings start ``prefix``."""
-    return token_credential(
-        settings.get(f"{prefix}__clientId"), settings.get(f"{prefix}__credential")
-    )
+def prefixed_credential(connection: Connection) -> TokenCredential:
+    """The token credential the ``__clientId`` / ``__credential`` settings of an
+    identity-based connection select."""
+    return token_credential(connection.client_id, connection.credential)
 
 
 def _secret_from_key_vault(vault_uri: str, secret_name: str, source: str) -> str:
@@ -88,29 +85,26 @@ def _secret_from_key_vault(vault_uri: str, secret_name: str, source: str) -> str
     return value
 
 
-def resolve_access(
-    namespace: NamespaceSpec, environ: Mapping[str, str] | None = None
-) -> NamespaceAccess:
+def resolve_access(namespace: NamespaceSpec, settings: Settings) -> NamespaceAccess:
     """How to connect to ``namespace`` given the app settings (see the module docstring)."""
-    settings = os.environ if environ is None else environ
-    prefix = namespace.connection
-    connection_string = settings.get(prefix)
+    connection = settings.connection(namespace.connection)
+    connection_string = connection.secret()
     if connection_string:
         return NamespaceAccess(connection_string=connection_string)
-    vault_uri = settings.get(KEY_VAULT_URI_SETTING)
+    vault_uri = settings.key_vault_uri
     if namespace.key_vault_secret and vault_uri:
         secret = _secret_from_key_vault(
             vault_uri, namespace.key_vault_secret, f"namespace {namespace.name}"
         )
         return NamespaceAccess(connection_string=secret)
-    host = settings.get(f"{prefix}__fullyQualifiedNamespace") or namespace.fully_qualified_namespace
+    host = connection.fully_qualified_namespace or namespace.fully_qualified_namespace
     return NamespaceAccess(
         fully_qualified_namespace=host,
-        credential=prefixed_credential(settings, prefix),
+        credential=prefixed_credential(connection),
     )
 
 
-def check_settings(namespaces: Iterable[NamespaceSpec], environ: Mapping[str, str]) -> None:
+def check_settings(namespaces: Iterable[NamespaceSpec], settings: Settings) -> None:
     """Fail at start, naming the setting, when a namespace's connection string cannot be parsed.
 
     The SDKs' own parsers judge the string (no connection is opened); the message never repeats
@@ -118,7 +112,7 @@ def check_settings(namespaces: Iterable[NamespaceSpec], environ: Mapping[str, st
     permission shows when the first receive or send is tried, and is retried like an outage.
     """
     for namespace in namespaces:
-        connection_string = environ.get(namespace.connection)
+        connection_string = settings.connection(namespace.connection).secret()
         if not connection_string:
             continue
         try:
@@ -137,11 +131,11 @@ def check_settings(namespaces: Iterable[NamespaceSpec], environ: Mapping[str, st
 
 
 def servicebus_client(
-    namespace: NamespaceSpec, environ: Mapping[str, str] | None = None, **options: Any
+    namespace: NamespaceSpec, settings: Settings, **options: Any
 ) -> ServiceBusClient:
     """A Service Bus client for ``namespace`` (connection string or identity); ``options``
     are the SDK client's keyword options (retries, for instance)."""
-    access = resolve_access(namespace, environ)
+    access = resolve_access(namespace, settings)
     if access.connection_string:
         return ServiceBusClient.from_connection_string(access.connection_string, **options)
     host, credential = access.token_access()
@@ -152,11 +146,11 @@ def event_hub_client(
     client_class: type[EventHubClient],
     namespace: NamespaceSpec,
     event_hub: str,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     **options: Any,
 ) -> EventHubClient:
     """A producer or consumer client of ``client_class`` for one event hub of ``namespace``."""
-    access = resolve_access(namespace, environ)
+    access = resolve_access(namespace, settings)
     if access.connection_string:
         return client_class.from_connection_string(
             access.connection_string, eventhub_name=event_hub, **options

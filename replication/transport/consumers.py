@@ -17,7 +17,7 @@ A message the SDK delivers but the converter cannot read faithfully is still com
 counted, as an envelope with its MessageId and nothing else (logged at WARNING): a consumer that
 counts must not stop at one odd message. Errors of the SDK propagate (these consumers serve
 local runs and tests, not replication, which has its own receive loops in
-:mod:`replication.transport.receivers`).
+:mod:`replication.transport.servicebus` (``_loops``)).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from types import TracebackType
 
 from azure.servicebus import (
@@ -38,11 +38,11 @@ from azure.servicebus.exceptions import OperationTimeoutError
 
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError
+from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceSpec
 
 from .connections import servicebus_client
-from .receivers import source_receiver
-from .servicebus import envelope_from_received
+from .servicebus import envelope_from_received, source_receiver
 
 logger = logging.getLogger(__name__)
 
@@ -67,13 +67,13 @@ class EntityConsumer:
         namespace: NamespaceSpec,
         ref: EntityRef,
         *,
-        environ: Mapping[str, str] | None = None,
+        settings: Settings,
         sessions: bool = False,
         fails: Callable[[Envelope], bool] | None = None,
     ) -> None:
         self.ref = ref
         self._namespace = namespace
-        self._environ = environ
+        self._settings = settings
         self._fails = fails
         self._clients: list[ServiceBusClient] = []
         self._sessions = sessions
@@ -85,7 +85,7 @@ class EntityConsumer:
         if self._sessions:
             return self._take_sessions(wait)
         if self._receiver is None:
-            self._clients = self._clients or [servicebus_client(self._namespace, self._environ)]
+            self._clients = self._clients or [servicebus_client(self._namespace, self._settings)]
             receiver = source_receiver(self._clients[0], self.ref, wait=wait)
             receiver.__enter__()
             self._receiver = receiver
@@ -96,7 +96,7 @@ class EntityConsumer:
         thread-safe); every session's messages stay together and in order, and sessions are
         returned in the order they were taken."""
         while len(self._clients) < SESSION_READERS:
-            self._clients.append(servicebus_client(self._namespace, self._environ))
+            self._clients.append(servicebus_client(self._namespace, self._settings))
         with concurrent.futures.ThreadPoolExecutor(SESSION_READERS) as pool:
             turns = [pool.submit(self._session_turns, c, wait) for c in self._clients]
             taken = sorted(
@@ -177,7 +177,7 @@ def drain_servicebus(
     entity: str,
     subscription: str | None = None,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     idle_seconds: float = 2.0,
     dead_letter_queue: bool = False,
     sessions: bool = False,
@@ -190,7 +190,7 @@ def drain_servicebus(
         subscription=subscription,
         dead_letter_queue=dead_letter_queue,
     )
-    with EntityConsumer(namespace, ref, environ=environ, sessions=sessions) as consumer:
+    with EntityConsumer(namespace, ref, settings=settings, sessions=sessions) as consumer:
         return consumer.take(idle_seconds)
 
 

@@ -8,6 +8,9 @@ whose ``reason`` is used when the message is parked. The original error is alway
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from azure.core.exceptions import AzureError, ClientAuthenticationError
 from azure.eventhub.exceptions import (
     AuthenticationError as EventHubAuthenticationError,
@@ -35,7 +38,12 @@ from azure.servicebus.exceptions import (
     ServiceBusServerBusyError,
 )
 
-from replication.exceptions import ForwardError, PermanentForwardError, TransientForwardError
+from replication.exceptions import (
+    ForwardError,
+    PermanentForwardError,
+    ReplicationError,
+    TransientForwardError,
+)
 
 _PERMANENT_REASONS: tuple[tuple[type[BaseException], str], ...] = (
     (MessageSizeExceededError, "MessageSizeExceeded"),
@@ -77,9 +85,9 @@ def translate(
     text = f"{type(error).__name__}: {error}"
     for kind, reason in _PERMANENT_REASONS:
         if isinstance(error, kind):
-            permanent = PermanentForwardError(text, target=target, acknowledged=acknowledged)
-            permanent.reason = reason
-            return permanent
+            return PermanentForwardError(
+                text, target=target, acknowledged=acknowledged, reason=reason
+            )
     if isinstance(error, _TRANSIENT):
         return TransientForwardError(text, target=target, acknowledged=acknowledged)
     if isinstance(error, ServiceBusError | EventHubError | EventDataSendError | AzureError):
@@ -89,4 +97,16 @@ def translate(
     return PermanentForwardError(text, target=target, acknowledged=acknowledged)
 
 
-__all__ = ["translate"]
+@contextlib.contextmanager
+def translated(target: str) -> Iterator[None]:
+    """Errors raised in the block, translated as :func:`translate` does for ``target`` and
+    chained; the library's own errors pass unchanged."""
+    try:
+        yield
+    except ReplicationError:
+        raise
+    except Exception as error:
+        raise translate(error, target=target) from error
+
+
+__all__ = ["translate", "translated"]

@@ -9,7 +9,6 @@ what both services promise. SDK errors are translated by :mod:`replication.trans
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -17,21 +16,15 @@ from typing import Any, TypeVar
 from azure.eventhub import EventHubProducerClient
 from azure.servicebus import ServiceBusClient
 from azure.servicebus.exceptions import MessageSizeExceededError
-from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import TracerProvider
 
 from replication.envelope import Envelope
 from replication.exceptions import ForwardError, PermanentForwardError
-from replication.planning import Target
-from replication.runtime import RetryPolicy, TargetSender, TaskRunner
-from replication.telemetry import TaskTelemetry, telemetry_enabled
+from replication.settings import Settings
 from replication.topology import (
     EntityRef,
     NamespaceKind,
     NamespaceSpec,
-    ResolvedTask,
     Topology,
-    attempt_budget,
     requires_session,
 )
 
@@ -56,11 +49,9 @@ def _culprit(
     reason: str, problem: str, index: int, target: str, acknowledged: set[int]
 ) -> PermanentForwardError:
     """The permanent error of the message at ``index`` alone (the runner parks only it)."""
-    error = PermanentForwardError(
-        problem, target=target, acknowledged=frozenset(acknowledged), culprit=index
+    return PermanentForwardError(
+        problem, target=target, acknowledged=frozenset(acknowledged), culprit=index, reason=reason
     )
-    error.reason = reason
-    return error
 
 
 def _too_large(
@@ -238,18 +229,6 @@ class EventHubTargetSender:
         self._producer.close()
 
 
-class _LazySender:
-    """A target whose SDK client is created on the first send (not when the app is indexed)."""
-
-    def __init__(self, factory: SenderFactory, target: Target) -> None:
-        self._factory = factory
-        self._target = target
-
-    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
-        sender = self._factory.sender(self._target.namespace, self._target.entity)
-        sender.send(envelopes, timeout=timeout)
-
-
 SENDER_RETRIES: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.5}
 """SDK retry options of the sending clients: one quick retry inside the SDK (a dropped
 connection is re-opened at once); longer outages are ridden out by the runner, whose backoff
@@ -260,9 +239,9 @@ spend longer than that budget on a single send to a namespace that is down."""
 class SenderFactory:
     """Builds and caches one client per namespace and one sender per target entity."""
 
-    def __init__(self, topology: Topology, environ: dict[str, str] | None = None) -> None:
+    def __init__(self, topology: Topology, settings: Settings) -> None:
         self._topology = topology
-        self._environ = environ
+        self._settings = settings
         self._servicebus_clients: dict[str, ServiceBusClient] = {}
         self._senders: dict[tuple[str, str], Any] = {}
         self._peekers: dict[str, ServiceBusPeeker] = {}
@@ -279,49 +258,6 @@ class SenderFactory:
                 self._senders[key] = self._create(namespace, entity)
             sender: ServiceBusTargetSender | EventHubTargetSender = self._senders[key]
             return sender
-
-    def runner(self, task: ResolvedTask, *, bound_sends: bool = True) -> TaskRunner:
-        """The task's runner, with senders for its targets and dead-letter target that connect
-        on their first send (``bound_sends``: see :class:`RetryPolicy`)."""
-        senders: dict[Target, TargetSender] = {
-            target: _LazySender(self, target) for target in task.context.targets
-        }
-        parking = task.spec.dead_letter_target
-        dead_letter = (
-            _LazySender(self, Target(parking.namespace, parking.entity)) if parking else None
-        )
-        budget = attempt_budget(self._topology, task.spec)
-        retry = RetryPolicy.from_task(task, budget, bound_sends=bound_sends)
-        return TaskRunner(
-            task,
-            senders,
-            dead_letter,
-            retry=retry,
-            telemetry=self.telemetry(task),
-            source_kind=self._topology.namespace(task.spec.source.namespace).kind,
-        )
-
-    def telemetry(
-        self,
-        task: ResolvedTask,
-        *,
-        meter_provider: MeterProvider | None = None,
-        tracer_provider: TracerProvider | None = None,
-    ) -> TaskTelemetry:
-        """The task's instruments, with each namespace's ``messaging.system``; off when the
-        ``REPLICATION_TELEMETRY`` setting says so. Providers default to the global ones."""
-        source = task.spec.source
-        return TaskTelemetry(
-            task.name,
-            source_namespace=source.namespace,
-            source_entity=source.entity,
-            subscription=source.subscription,
-            consumer_group=source.consumer_group,
-            systems={ns.name: str(ns.kind) for ns in self._topology.namespaces},
-            enabled=telemetry_enabled(self._environ if self._environ is not None else os.environ),
-            meter_provider=meter_provider,
-            tracer_provider=tracer_provider,
-        )
 
     def peeker(self, source: EntityRef) -> ServiceBusPeeker:
         """The (cached) peeker of a Service Bus source, for re-reading a trigger's batch."""
@@ -343,7 +279,7 @@ class SenderFactory:
     def _servicebus_client(self, namespace: NamespaceSpec) -> ServiceBusClient:
         client = self._servicebus_clients.get(namespace.name)
         if client is None:
-            client = servicebus_client(namespace, self._environ, **SENDER_RETRIES)
+            client = servicebus_client(namespace, self._settings, **SENDER_RETRIES)
             self._servicebus_clients[namespace.name] = client
         return client
 
@@ -351,7 +287,7 @@ class SenderFactory:
         label = f"{namespace.name}/{entity}"
         if namespace.kind is NamespaceKind.EVENTHUBS:
             producer = event_hub_client(
-                EventHubProducerClient, namespace, entity, self._environ, **SENDER_RETRIES
+                EventHubProducerClient, namespace, entity, self._settings, **SENDER_RETRIES
             )
             return EventHubTargetSender(producer, label=label)
         return ServiceBusTargetSender(

@@ -1,6 +1,7 @@
 """Fixtures of the end-to-end tests. ``regions``: the local AMQP emulator serving two Service Bus
 regions with the entities of the two-region all-active example (plus queues for the semantics
-tests) and an Event Hubs namespace, started once per test session on free ports. ``azurite``:
+tests) and an Event Hubs namespace, started once per test process on free ports (each
+pytest-xdist worker has its own, so tests in different processes never share one). ``azurite``:
 Azurite's blob service, for Event Hubs checkpoints.
 
 Every test here is marked ``emulator``; without python-qpid-proton (``requirements-dev.txt``)

@@ -24,11 +24,12 @@ import emulator
 from replication.drill import AZURITE_ACCOUNT, AZURITE_KEY
 from replication.exceptions import ConfigurationError
 from replication.hosts.local import LocalHost
+from replication.operations import read_status
 from replication.render.emulator_config import emulator_config
+from replication.settings import Settings
 from replication.topology import Topology, load_topology
 from replication.transport.consumers import drain_servicebus
 from replication.transport.eventhubs import DEFAULT_CONTAINER, STORAGE_SETTING, checkpoint_store
-from replication.transport.status import read_status
 
 pytestmark = pytest.mark.emulator
 
@@ -59,6 +60,10 @@ def _send(settings: dict[str, str], ids: range) -> None:
             producer.send_batch(batch)
 
 
+def _settings(topology: Topology, environ: dict[str, Any]) -> Settings:
+    return Settings.from_environ(environ, connections=topology.connections)
+
+
 def _replicate(topology: Topology, settings: dict[str, str], expected: int) -> int:
     with LocalHost(topology, settings) as host:
         assert host.wait_until_idle(idle_seconds=3, timeout=120, at_least=expected)
@@ -73,7 +78,7 @@ def test_restart_resumes_from_checkpoints(topology: Topology, settings: dict[str
     assert _replicate(topology, settings, expected=3) == 3
 
     standby = topology.namespace("standby")
-    received = drain_servicebus(standby, "device-events", environ=settings)
+    received = drain_servicebus(standby, "device-events", settings=_settings(topology, settings))
     assert sorted(json.loads(e.body)["n"] for e in received) == list(range(8))
     container = ContainerClient.from_connection_string(
         settings[STORAGE_SETTING], DEFAULT_CONTAINER, api_version="2019-07-07"
@@ -96,7 +101,7 @@ def test_unreachable_checkpoint_storage_is_a_clear_error_at_start() -> None:
         )
     }
     with pytest.raises(ConfigurationError, match="AzureWebJobsStorage: cannot create or reach"):
-        checkpoint_store(settings)
+        checkpoint_store(Settings.from_environ(settings))
 
 
 def test_status_reports_each_partition_against_its_checkpoint(
@@ -106,7 +111,9 @@ def test_status_reports_each_partition_against_its_checkpoint(
     the checkpoint; nothing behind after a run, three events behind after three more sends."""
 
     def behind() -> int:
-        (task,) = [t for t in read_status(topology, settings).tasks if t.task == TASK]
+        (task,) = [
+            t for t in read_status(topology, _settings(topology, settings)).tasks if t.task == TASK
+        ]
         assert task.error is None, task.error
         assert task.partitions is not None
         assert len(task.partitions) == 4

@@ -221,14 +221,22 @@ def test_a_consumer_skips_on_the_secondary_what_it_processed_on_the_primary(
         assert sorted(processed) == sorted(ids)  # each once, on one namespace or the other
         assert consumer.counters.skipped == len(ids) - on_secondary  # the replicas it had seen
         assert consumer.counters.unverified == 0
-    # A consumer started afresh reads the persisted log: the same replicas are skipped again.
+    # A consumer started afresh reads the persisted log: the same replicas are skipped again,
+    # each shown to ``on_skip`` before it is completed.
     replicate(namespaces["secondary"], ids[:3])
+    shown: list[str] = []
     with FailoverConsumer.service_bus(
-        app=app, entity="orders", subscription="billing", namespaces=pair, store=store
+        app=app,
+        entity="orders",
+        subscription="billing",
+        namespaces=pair,
+        store=store,
+        on_skip=lambda message: shown.append(str(message.message_id)),
     ) as restarted:
         assert len(restarted.log) == 6
         assert restarted.receive(max_wait_time=1) == []
         assert restarted.counters.skipped == 3
+    assert sorted(shown) == ids[:3]
 
 
 def test_a_corrupt_or_unreachable_store_leaves_clients_where_they_were(

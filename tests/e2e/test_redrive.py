@@ -4,9 +4,9 @@ Tasks of the topology below read queues of region ``weu`` and replicate to the
 duplicate-detecting queue ``redrive-out`` of region ``neu``; two of them park in the shared
 queue ``weu/redrive-parking``. Messages reach a source's dead-letter queue the way the broker
 puts them there (a receiver dead-letters them) and the parking queue the way the runtime parks
-them (:func:`replication.runtime.parked_copy`, sent with the SDK). Every test clears the queues
-it uses first and uses MessageIds of its own, because the emulator (and the duplicate detection
-history of ``redrive-out``) lives for the whole session.
+them (:func:`replication.runtime.parked_copy`, sent with the SDK). Every test gets an emulator
+of its own (it starts in milliseconds), so it begins with empty queues and an empty duplicate
+detection history of ``redrive-out``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from replication.properties import (
 )
 from replication.runtime import parked_copy
 from replication.transport.servicebus import envelope_from_received, to_servicebus_message
+from tests.e2e.conftest import CONFIG, NEEDS_PROTON
 
 pytestmark = pytest.mark.emulator
 
@@ -112,18 +113,20 @@ def topology(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def regions() -> Iterator[Any]:
+    """A fresh emulator for each test (the e2e conftest's configuration), instead of the
+    session's: nothing is left over from another test."""
+    emulator = pytest.importorskip("emulator", reason=NEEDS_PROTON)
+    with emulator.run_emulator(CONFIG) as running:
+        yield running
+
+
+@pytest.fixture
 def weu(regions: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServiceBusClient]:
-    """A client of region weu, after every queue of these tests (and its DLQ) was emptied."""
+    """A client of region weu, with the settings of both regions in the environment."""
     monkeypatch.setenv("SB_WEU", regions.connection_string("weu"))
     monkeypatch.setenv("SB_NEU", regions.connection_string("neu"))
-    with (
-        ServiceBusClient.from_connection_string(regions.connection_string("weu")) as client,
-        ServiceBusClient.from_connection_string(regions.connection_string("neu")) as neu,
-    ):
-        for name in SOURCES:
-            _drain(client, name)
-        _drain(client, "redrive-in", ServiceBusSubQueue.DEAD_LETTER)  # the only DLQ used
-        _drain(neu, TARGET)
+    with ServiceBusClient.from_connection_string(regions.connection_string("weu")) as client:
         yield client
 
 

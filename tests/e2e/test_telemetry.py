@@ -17,9 +17,9 @@ from opentelemetry import trace
 
 from replication.hosts.local import LocalHost
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
+from replication.runtime import _assembly as assembly
 from replication.telemetry import DIAGNOSTIC_ID, TRACE_PARENT
 from replication.topology import Topology, parse_topology
-from replication.transport.senders import SenderFactory
 from replication.transport.servicebus import envelope_from_received
 from tests.otel import Sdk
 
@@ -69,12 +69,12 @@ def test_metrics_and_traces_follow_every_message(
     regions: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sdk = Sdk()
-    build = SenderFactory.telemetry
+    build = assembly.task_telemetry
     monkeypatch.setattr(
-        SenderFactory,
-        "telemetry",
-        lambda factory, task: build(
-            factory, task, meter_provider=sdk.meters, tracer_provider=sdk.tracers
+        assembly,
+        "task_telemetry",
+        lambda topology, task, *, enabled: build(
+            topology, task, enabled=enabled, meter_provider=sdk.meters, tracer_provider=sdk.tracers
         ),
     )
     environ = {

@@ -23,6 +23,8 @@ from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
 
 from emulator import run_emulator
 
+pytestmark = pytest.mark.emulator  # serves the emulator (tests/conftest.py)
+
 _ACTION_RULE = {
     "Name": "$Default",
     "Properties": {

@@ -90,6 +90,7 @@ def test_invalid_config_names_the_entry(case: str) -> None:
     assert raised.value.location == location
 
 
+@pytest.mark.emulator
 def test_forwarding_within_the_namespace_is_accepted() -> None:
     config = _namespace(
         Queues=[
@@ -155,6 +156,7 @@ MICROSOFT_SHAPED_CONFIG = """{
 """
 
 
+@pytest.mark.emulator
 def test_microsofts_config_with_comments_is_served_unchanged(tmp_path: Any) -> None:
     from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
@@ -195,6 +197,7 @@ def test_a_config_that_is_not_json5_names_the_file_and_position(
     assert problem in str(raised.value)
 
 
+@pytest.mark.emulator
 def test_session_entities_are_accepted() -> None:
     config = _namespace(
         Queues=[{"Name": "q", "Properties": {"RequiresSession": True}}],

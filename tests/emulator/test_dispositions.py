@@ -20,6 +20,8 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from emulator import run_emulator
 
+pytestmark = pytest.mark.emulator  # serves the emulator (tests/conftest.py)
+
 CONFIG = {
     "UserConfig": {
         "Namespaces": [

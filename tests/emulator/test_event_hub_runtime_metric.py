@@ -20,6 +20,8 @@ from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerCl
 
 from emulator import run_emulator
 
+pytestmark = pytest.mark.emulator  # serves the emulator (tests/conftest.py)
+
 CONFIG = {
     "UserConfig": {
         "NamespaceConfig": [

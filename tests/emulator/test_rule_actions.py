@@ -13,6 +13,8 @@ from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
 from emulator import run_emulator
 
+pytestmark = pytest.mark.emulator  # serves the emulator (tests/conftest.py)
+
 _ACTION_RULE = {
     "Name": "$Default",
     "Properties": {

@@ -15,6 +15,8 @@ from azure.servicebus.aio import ServiceBusClient
 
 from emulator import run_emulator
 
+pytestmark = pytest.mark.emulator  # serves the emulator (tests/conftest.py)
+
 CONFIG = {"UserConfig": {"Namespaces": [{"Name": "wire", "Queues": [{"Name": "q"}]}]}}
 
 

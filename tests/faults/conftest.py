@@ -7,8 +7,39 @@ import pytest
 pytest.importorskip("proton", reason="the emulator needs python-qpid-proton (requirements-dev.txt)")
 
 
+LONGEST = (
+    "test_sessions.py::test_a_session_enabled_all_active_pair_keeps_order_per_session_across_a_kill",
+    "test_poison.py::test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone",
+    "test_sessions.py::test_stream_to_queue_turns_partition_keys_into_ordered_sessions_across_a",
+)
+"""The longest fault tests (one to two minutes each; the others take 10 to 50 s). ``./dev.sh
+test`` runs this tier on several processes with pytest-xdist, whose load scheduling hands each
+process the next two tests of the collection to start with: these go first, each followed by a
+short one, so that each starts at once on a process of its own instead of last or two on one.
+A renamed test only loses its place."""
+
+
+def _longest_spread(faults: list[pytest.Item]) -> list[pytest.Item]:
+    def rank(item: pytest.Item) -> int:
+        name = item.nodeid.split("/")[-1]
+        return next((i for i, prefix in enumerate(LONGEST) if name.startswith(prefix)), -1)
+
+    longest = sorted((item for item in faults if rank(item) >= 0), key=rank)
+    others = [item for item in faults if rank(item) < 0]
+    spread: list[pytest.Item] = []
+    for item in longest:
+        spread.append(item)
+        if others:
+            spread.append(others.pop(0))
+    return spread + others
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/faults/" in str(item.fspath):
-            item.add_marker(pytest.mark.faults)
-            item.add_marker(pytest.mark.emulator)
+    faults = [item for item in items if "tests/faults/" in str(item.fspath)]
+    for item in faults:
+        item.add_marker(pytest.mark.faults)
+        item.add_marker(pytest.mark.emulator)
+    # The fault tests keep their slots among the others, in the new order.
+    slots = [index for index, item in enumerate(items) if "tests/faults/" in str(item.fspath)]
+    for index, item in zip(slots, _longest_spread(faults), strict=True):
+        items[index] = item

@@ -11,8 +11,8 @@ The library's packages, bottom up: the leaf value modules at the root (``envelop
 ``exceptions``, ``properties``, ``planning`` (the pattern contract and registry), ...), ``sql``,
 ``rules``, ``telemetry``, ``transforms`` (user code's contract); ``patterns``;
 ``topology``; ``runtime``; ``transport`` (the only importer of the Azure SDKs); ``heartbeats``
-(its core below ``transport``, its host wiring above); the two ``hosts``, which never import
-each other; ``cli``.
+(its core below ``transport``, its host wiring above) and ``operations`` (the operator
+commands' logic, never a host); the two ``hosts``, which never import each other; ``cli``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ BOTTOM = (
     "replication.planning",
     "replication.properties",
     "replication.rules",
+    "replication.settings",
     "replication.sql",
     "replication.telemetry",
     "replication.transforms",
@@ -71,8 +72,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "replication.cli",
         "replication.heartbeats.functions",
         "replication.heartbeats.local",
+        "replication.operations",
     ),
     "replication.heartbeats": ("replication.hosts", "replication.cli"),
+    "replication.operations": ("replication.hosts", "replication.cli"),
     "replication.hosts.functions": ("replication.hosts.local", "replication.cli"),
     "replication.hosts.local": ("replication.hosts.functions", "replication.cli"),
 }
@@ -277,6 +280,7 @@ ENTRY_MODULES = [
     "replication.heartbeats",
     "replication.transport.servicebus",
     "replication.transport.eventhubs",
+    "replication.operations",
     "replication.hosts",
     "replication.hosts.functions",
     "replication.hosts.local",

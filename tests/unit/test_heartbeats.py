@@ -18,6 +18,7 @@ from replication.heartbeats import (
     heartbeat_now,
     heartbeat_observations,
     parse_heartbeat,
+    watch_paths,
 )
 from replication.hosts.functions import build_app
 from replication.render.access import role_assignments
@@ -208,3 +209,24 @@ def test_book_keeps_the_latest_heartbeat_per_path() -> None:
     (observation,) = heartbeat_observations(book)
     assert observation.value == 3.0
     assert observation.attributes == {"replication.origin": "weu", "replication.target": "neu"}
+
+
+def test_a_reader_records_heartbeat_bodies_and_ignores_anything_else() -> None:
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    book = HeartbeatBook(clock=lambda: now)
+    assert book.receive(heartbeat_now("weu", now - timedelta(seconds=2)).envelope().body, "neu")
+    assert not book.receive(b"not json", "neu")
+    assert not book.receive(heartbeat_now("neu", now).envelope().body, "neu")  # its own
+    assert book.ages() == {("weu", "neu"): 2.0}
+
+
+def test_both_hosts_watch_the_same_paths() -> None:
+    off = HeartbeatBook()
+    assert not watch_paths(off, load_topology(MESH))
+    assert off.ages() == {}
+    topology = parse_topology(_with_heartbeats(MESH), source="mesh.json")
+    book = HeartbeatBook()
+    assert watch_paths(book, topology)
+    expected = {(p.origin, p.target) for p in heartbeat_paths(topology)}
+    assert set(book.ages()) == expected
+    assert set(book.ages().values()) == {None}

@@ -11,15 +11,16 @@ import pytest
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
 from replication.envelope import Envelope
-from replication.exceptions import MalformedReplicationPropertyError, MessageRejectedError
+from replication.exceptions import (
+    MalformedReplicationPropertyError,
+    MessageRejectedError,
+    UndecodableFieldError,
+    UnsupportedPropertyError,
+)
 from replication.loops import check_forward
 from replication.properties import read_state, stamp
-from replication.transport._common import UndecodableFieldError, text
-from replication.transport._properties import (
-    UnsupportedPropertyError,
-    decode_properties,
-    sdk_properties,
-)
+from replication.transport._common import text
+from replication.transport._properties import decode_properties, sdk_properties
 from replication.transport.eventhubs import to_event_data
 from replication.transport.servicebus import replica_ids, to_servicebus_message
 

@@ -9,11 +9,11 @@ import pytest
 
 from replication.envelope import Envelope
 from replication.exceptions import ConfigurationError
+from replication.operations import RedriveOrigin, redrive_source
 from replication.planning import DeadLetter
 from replication.properties import DEAD_LETTER_SOURCE, REPL_PATH, unparked
 from replication.runtime import parked_copy
 from replication.topology import load_topology
-from replication.transport.redrive import RedriveOrigin, redrive_source
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "active-passive-and-stream.json"
 

@@ -15,12 +15,14 @@ import pytest
 from replication.envelope import Envelope
 from replication.exceptions import ConfigurationError
 from replication.properties import DEAD_LETTER_REASON, stamp
-from replication.showcase import Collected, Expectation, choose, count, place, places_of
+from replication.showcase import Collected, Expectation, Finding, choose, count, place, places_of
 from replication.showcase._checks import (
     order_per_key,
+    processed_once,
     replica_time_to_live,
     routed_through,
 )
+from replication.showcase._emulators import ShowcaseEmulators
 from replication.topology import EntityRef, Topology, load_topology
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -189,7 +191,88 @@ def test_routed_through_finds_a_copy_that_bypassed_the_hub() -> None:
     assert routed_through("eus", origin="weu")(collected).text == "1 of 2 copies bypassed eus"
 
 
+def failover_pair() -> tuple[Collected, EntityRef, EntityRef]:
+    """``a`` and ``b`` published on the primary, ``c`` on the secondary during a failover."""
+    topology = load_topology(EXAMPLES / "active-passive-failover.json")
+    primary, secondary = place("primary/orders/billing"), place("secondary/orders/billing")
+    both = frozenset({primary, secondary})
+    sent = [
+        Expectation("a", both),
+        Expectation("b", both),
+        Expectation("c", frozenset({secondary})),
+    ]
+    return Collected(topology, places_of(topology), sent), primary, secondary
+
+
+def consumed(collected: Collected, where: EntityRef, copy: Envelope, *, processed: bool) -> None:
+    """What the showcase's runner does with a copy the scenario's application took."""
+    collected.add(where, [copy])
+    (collected.processed if processed else collected.skipped_by_helper).append((where, copy))
+
+
+def test_an_application_that_consumed_each_message_once_across_a_failover() -> None:
+    collected, primary, secondary = failover_pair()
+    a, b, c = original("a"), original("b", at=1), original("c", at=2)
+    # a processed on the primary, its replica skipped on the secondary; b processed there as a
+    # replica (the consumer had moved), its original skipped after the failback.
+    consumed(collected, primary, a, processed=True)
+    consumed(collected, secondary, replica(a, "primary", "secondary", at=0.5), processed=False)
+    consumed(collected, secondary, replica(b, "primary", "secondary", at=1.5), processed=True)
+    consumed(collected, secondary, c, processed=True)
+    consumed(collected, primary, b, processed=False)
+    figures = count(collected, [processed_once()])
+    assert (figures.sent, figures.replicated, figures.lost, figures.misplaced) == (3, 2, 0, 0)
+    assert figures.duplicates == 0
+    (finding,) = figures.findings
+    assert finding == Finding(
+        True,
+        "3 consumed, 0 lost, 0 duplicates (2 skipped by the helper)",
+        {"processed": 3, "lost": 0, "duplicates": 0, "skipped_by_helper": 2},
+    )
+    assert not figures.failed
+
+
+def test_a_message_the_application_processed_twice_or_never_fails_the_scenario() -> None:
+    collected, primary, secondary = failover_pair()
+    a, b, c = original("a"), original("b", at=1), original("c", at=2)
+    consumed(collected, primary, a, processed=True)
+    consumed(collected, secondary, replica(a, "primary", "secondary", at=0.5), processed=True)
+    consumed(collected, secondary, c, processed=True)
+    # b's copies are still where the brokers hold them: the application never processed b.
+    collected.add(primary, [b])
+    collected.add(secondary, [replica(b, "primary", "secondary", at=1.5)])
+    figures = count(collected, [processed_once()])
+    assert (figures.lost, figures.duplicates, figures.misplaced) == (0, 0, 0)  # the brokers' view
+    assert figures.failed
+    assert figures.problems() == ["2 consumed, 1 lost, 1 duplicates (0 skipped by the helper)"]
+
+
+def test_what_a_scenario_measured_itself_joins_the_verdict_and_can_fail_it() -> None:
+    collected, primary, secondary = failover_pair()
+    for message_id in "ab":
+        collected.add(primary, [original(message_id)])
+        collected.add(secondary, [replica(original(message_id), "primary", "secondary", at=1)])
+    collected.add(secondary, [original("c")])
+    collected.measured.append(Finding(True, "RTO 0.7 s", {"rto_seconds": 0.7}))
+    assert count(collected).findings == (Finding(True, "RTO 0.7 s", {"rto_seconds": 0.7}),)
+    assert not count(collected).failed
+    collected.measured.append(Finding(False, "failback exited 3"))
+    assert count(collected).problems() == ["failback exited 3"]
+
+
 def test_only_names_the_scenarios_when_the_name_is_unknown() -> None:
     assert [s.name for s in choose("mesh")] == ["mesh"]
     with pytest.raises(ConfigurationError, match="--only mess: no such scenario; choose one of "):
         choose("mess")
+
+
+def test_a_killable_namespace_starts_each_run_empty(tmp_path: Path) -> None:
+    """An earlier run's data directory would restore its duplicate detection history, which
+    drops the new run's replicas (same MessageIds): the outage scenario's second run lost
+    every message before the showcase removed it."""
+    topology = load_topology(EXAMPLES / "two-region-all-active.json")
+    earlier = tmp_path / "outage-neu" / "data" / "outage-neu.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text('{"format": 1, "state": {}}')
+    ShowcaseEmulators({"outage": (topology, ("neu",))}, tmp_path)
+    assert not earlier.parent.exists()

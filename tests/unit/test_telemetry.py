@@ -24,6 +24,7 @@ from replication.exceptions import (
 from replication.planning import Target
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
 from replication.runtime import MemoryTarget, RetryPolicy, TaskRunner
+from replication.settings import Settings
 from replication.telemetry import (
     DIAGNOSTIC_ID,
     TRACE_PARENT,
@@ -216,26 +217,29 @@ def test_skip_reasons_are_bounded_codes(reason: str, code: str) -> None:
 
 def test_error_type_prefers_the_errors_reason() -> None:
     assert error_type(TransientForwardError("x", target="t")) == "TransientForwardError"
-    error = PermanentForwardError("x", target="t")
-    error.reason = "MessageTooLarge"
+    error = PermanentForwardError("x", target="t", reason="MessageTooLarge")
     assert error_type(error) == "MessageTooLarge"
 
 
 def test_exporters_are_configured_only_when_asked() -> None:
-    assert configure_function_app_telemetry({}) is False
+    assert configure_function_app_telemetry(Settings.from_environ({})) is False
     assert (
         configure_function_app_telemetry(
-            {
-                "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=x",
-                "REPLICATION_TELEMETRY": "off",
-            }
+            Settings.from_environ(
+                {
+                    "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=x",
+                    "REPLICATION_TELEMETRY": "off",
+                }
+            )
         )
         is False
     )
-    assert configure_local_telemetry({}) is None
+    assert configure_local_telemetry(Settings.from_environ({})) is None
     assert (
         configure_local_telemetry(
-            {"REPLICATION_TELEMETRY": "off", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}
+            Settings.from_environ(
+                {"REPLICATION_TELEMETRY": "off", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}
+            )
         )
         is None
     )
@@ -247,12 +251,14 @@ from pathlib import Path
 from replication.planning import Target
 from replication.envelope import Envelope
 from replication.runtime import TaskRunner
+from replication.settings import Settings
 from replication.telemetry import configure_local_telemetry
 from replication.topology import load_topology
 from replication.runtime import MemoryTarget
 from opentelemetry import metrics, trace
 
-assert configure_local_telemetry({"REPLICATION_TELEMETRY": "console"}) == "console"
+console = Settings.from_environ({"REPLICATION_TELEMETRY": "console"})
+assert configure_local_telemetry(console) == "console"
 topology = load_topology(Path("examples/two-region-all-active.json"))
 task = topology.resolved(topology.task("orders-weu-to-neu"))
 neu = MemoryTarget("neu/orders")
@@ -288,10 +294,13 @@ def test_a_rejected_message_without_a_parking_entity_counts_as_failed() -> None:
 AZURE_MONITOR_RUN = """
 from azure.core.settings import settings
 from opentelemetry import metrics, trace
+from replication.settings import Settings
 from replication.telemetry import configure_function_app_telemetry
 
 connection = "InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=http://127.0.0.1:9/"
-assert configure_function_app_telemetry({"APPLICATIONINSIGHTS_CONNECTION_STRING": connection})
+assert configure_function_app_telemetry(
+    Settings.from_environ({"APPLICATIONINSIGHTS_CONNECTION_STRING": connection})
+)
 assert type(metrics.get_meter_provider()).__module__.startswith("opentelemetry.sdk")
 assert type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.sdk")
 assert settings.tracing_implementation() is None, "SDK tracing would replace traceparent"

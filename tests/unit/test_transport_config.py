@@ -13,6 +13,7 @@ from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 from replication.envelope import Envelope
 from replication.exceptions import ConfigurationError
 from replication.hosts.local import LocalHost
+from replication.settings import Settings
 from replication.topology import NamespaceSpec, load_topology
 from replication.transport.connections import check_settings, resolve_access
 from replication.transport.senders import group_in_order
@@ -24,22 +25,28 @@ EMULATOR = (
 )
 
 
+def _settings(environ: dict[str, str]) -> Settings:
+    return Settings.from_environ(environ, connections=["SB_WEU", "SB_NEU"])
+
+
 def _weu() -> NamespaceSpec:
     return load_topology(EXAMPLES / "two-region-all-active.json").namespace("weu")
 
 
 def test_a_connection_string_setting_wins() -> None:
-    access = resolve_access(_weu(), {"SB_WEU": EMULATOR})
+    access = resolve_access(_weu(), _settings({"SB_WEU": EMULATOR}))
     assert access.connection_string == EMULATOR
 
 
 def test_identity_based_connection_uses_the_setting_host_and_client_id() -> None:
     access = resolve_access(
         _weu(),
-        {
-            "SB_WEU__fullyQualifiedNamespace": "other.servicebus.windows.net",
-            "SB_WEU__clientId": "c",
-        },
+        _settings(
+            {
+                "SB_WEU__fullyQualifiedNamespace": "other.servicebus.windows.net",
+                "SB_WEU__clientId": "c",
+            }
+        ),
     )
     assert access.connection_string is None
     assert access.fully_qualified_namespace == "other.servicebus.windows.net"
@@ -47,7 +54,7 @@ def test_identity_based_connection_uses_the_setting_host_and_client_id() -> None
 
 
 def test_identity_based_connection_defaults_to_the_topology_host() -> None:
-    access = resolve_access(_weu(), {})
+    access = resolve_access(_weu(), _settings({}))
     host, credential = access.token_access()
     assert host == "contoso-orders-weu.servicebus.windows.net"
     assert isinstance(credential, DefaultAzureCredential)
@@ -56,7 +63,7 @@ def test_identity_based_connection_defaults_to_the_topology_host() -> None:
 def test_credential_managedidentity_selects_the_apps_managed_identity() -> None:
     """``<prefix>__credential=managedidentity`` is what the Bicep renders for the triggers; the
     senders must use the same identity, not DefaultAzureCredential's chain."""
-    access = resolve_access(_weu(), {"SB_WEU__credential": "managedidentity"})
+    access = resolve_access(_weu(), _settings({"SB_WEU__credential": "managedidentity"}))
     assert isinstance(access.credential, ManagedIdentityCredential)
 
 
@@ -91,4 +98,4 @@ def test_a_well_formed_emulator_connection_string_passes_the_start_check() -> No
         "Endpoint=sb://localhost:5672;SharedAccessKeyName=RootManageSharedAccessKey;"
         "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
     )
-    check_settings(topology.namespaces, {"SB_WEU": good, "SB_NEU": good})
+    check_settings(topology.namespaces, _settings({"SB_WEU": good, "SB_NEU": good}))

@@ -27,17 +27,17 @@ The trigger's ``connection`` is the namespace's ``connection`` setting prefix: i
 # No "from __future__ import annotations": the Functions worker reads the handlers' annotations.
 
 import logging
-import os
 import typing
 from collections.abc import Callable, Mapping, Sequence
 
 import azure.functions as func
 
 from replication.envelope import Envelope
-from replication.exceptions import ReplicationError
+from replication.exceptions import OriginalMustStayError
 from replication.heartbeats.functions import register_heartbeats
 from replication.planning import DeadLetter
-from replication.runtime import TaskRunner
+from replication.runtime import TaskRunner, runner_for
+from replication.settings import Settings
 from replication.telemetry import configure_function_app_telemetry
 from replication.topology import (
     NamespaceKind,
@@ -78,35 +78,14 @@ def _servicebus_handler(
         envelopes = envelopes_from_servicebus_batch(
             messages, source=source, reread=None if sessions else reread, unreadable=unreadable
         )
-        keep = list(runner.park(unreadable)) if unreadable else []
-        outcome = runner.run(envelopes)
-        logger.info("%s: %s", runner.task.name, outcome.summary())
-        keep.extend(outcome.dead_letter_in_source)
+        keep = _park_and_run(runner, envelopes, unreadable)
         if keep:
-            raise OriginalMustStayError(runner.task.name, keep)
+            raise OriginalMustStayError(
+                runner.task.name,
+                [str(d.source.message_id or d.source.sequence_number) for d in keep],
+            )
 
     return replicate
-
-
-class OriginalMustStayError(ReplicationError):
-    """A Service Bus message's parked copy could only be a notice (too large for the parking
-    entity), so the original must stay in the source, and a batch function cannot dead-letter
-    one message of its batch (the Python worker gets no settlement actions).
-
-    The invocation fails after everything else of the batch was replicated and parked: the
-    host abandons the batch, and Service Bus dead-letters the message after
-    ``maxDeliveryCount`` deliveries, where the notice points. Its batch-mates come back with
-    it; the runner's ledger (and the targets' duplicate detection on another instance) keeps
-    them from being sent twice, but those delivered with it every time reach the dead-letter
-    queue too, already replicated (README, "Parking").
-    """
-
-    def __init__(self, task: str, kept: Sequence[DeadLetter]) -> None:
-        ids = ", ".join(str(d.source.message_id or d.source.sequence_number) for d in kept)
-        super().__init__(
-            f"{task}: {len(kept)} message(s) must stay in the source for the broker to "
-            f"dead-letter (their parked copy could not hold the body): {ids}"
-        )
 
 
 def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
@@ -115,21 +94,37 @@ def _event_hub_handler(runner: TaskRunner) -> Callable[..., None]:
     def replicate(messages: typing.List[func.EventHubEvent]) -> None:  # noqa: UP006
         unreadable: list[DeadLetter] = []
         envelopes = envelopes_from_event_hub_batch(messages, source=source, unreadable=unreadable)
-        if unreadable:
-            runner.park(unreadable)
-        outcome = runner.run(envelopes)
-        logger.info("%s: %s", runner.task.name, outcome.summary())
+        # An event stays in its hub whatever was parked for it: nothing is kept in the source.
+        _park_and_run(runner, envelopes, unreadable)
 
     return replicate
 
 
+def _park_and_run(
+    runner: TaskRunner, envelopes: list[Envelope], unreadable: list[DeadLetter]
+) -> list[DeadLetter]:
+    """One invocation's work once its batch is converted: park what could not be read, run the
+    rest, log the outcome. Returns the messages whose original must stay in the source (see
+    :class:`~replication.runtime.BatchOutcome`)."""
+    keep = list(runner.park(unreadable)) if unreadable else []
+    outcome = runner.run(envelopes)
+    logger.info("%s: %s", runner.task.name, outcome.summary())
+    keep.extend(outcome.dead_letter_in_source)
+    return keep
+
+
 def register_task(
-    app: func.FunctionApp, topology: Topology, task: TaskSpec, factory: SenderFactory
+    app: func.FunctionApp,
+    topology: Topology,
+    task: TaskSpec,
+    factory: SenderFactory,
+    *,
+    settings: Settings,
 ) -> None:
     """Add the triggered function of ``task`` to ``app``."""
     source = task.source
     namespace = topology.namespace(source.namespace)
-    runner = factory.runner(topology.resolved(task))
+    runner = runner_for(topology, topology.resolved(task), factory, settings=settings)
     # A session-enabled queue or subscription is read by session receivers only.
     sessions = requires_session(topology, source)
     if namespace.kind is NamespaceKind.EVENTHUBS:
@@ -185,13 +180,19 @@ def build_app(
     Exports telemetry to Application Insights when ``APPLICATIONINSIGHTS_CONNECTION_STRING``
     is set (:mod:`replication.telemetry`), before any runner creates its instruments."""
     quiet_sdk_loggers()
-    settings = environ if environ is not None else dict(os.environ)
+    settings = Settings.from_environ(environ)
     configure_function_app_telemetry(settings)
-    topology = topology if topology is not None else load_topology(transforms=transforms)
+    topology = (
+        topology
+        if topology is not None
+        else load_topology(settings.topology, transforms=transforms)
+    )
+    # Read once the topology names its namespaces' connection settings.
+    settings = Settings.from_environ(environ, connections=topology.connections)
     factory = SenderFactory(topology, settings)
     app = func.FunctionApp()
     for task in topology.tasks:
-        register_task(app, topology, task, factory)
+        register_task(app, topology, task, factory, settings=settings)
     register_heartbeats(app, topology, factory)
     return app
 

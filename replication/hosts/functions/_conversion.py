@@ -50,10 +50,10 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from replication.envelope import MESSAGE_FIELDS, Envelope
-from replication.exceptions import MessageRejectedError, ReplicationError
+from replication.exceptions import MessageRejectedError, TriggerMetadataError
 from replication.planning import DeadLetter
 from replication.properties import DEAD_LETTER_ERROR_DESCRIPTION, DEAD_LETTER_REASON
-from replication.transport._common import Salvage, text
+from replication.transport._common import STRICT, FieldReader, Salvage, text
 from replication.transport._properties import decode_properties
 
 logger = logging.getLogger(__name__)
@@ -83,16 +83,6 @@ class TriggerMessage(Protocol):
 
     @property
     def metadata(self) -> Mapping[str, Any] | None: ...
-
-
-class TriggerMetadataError(ReplicationError):
-    """The batch's trigger metadata does not have the shape the host's source promises.
-
-    Raised instead of guessing, so that no field is attributed to the wrong message; the
-    invocation fails and the host redelivers (Service Bus) or retries (Event Hubs).
-    """
-
-    reason = "TriggerMetadataInvalid"
 
 
 def _metadata(batch: Sequence[TriggerMessage]) -> Mapping[str, Any]:
@@ -323,7 +313,7 @@ def envelopes_from_event_hub_batch(
         except MessageRejectedError as error:
             salvage = Salvage()
             salvaged = _event_envelope(
-                event, facts, properties[index], partition_id, source, salvage=salvage
+                event, facts, properties[index], partition_id, source, read=salvage
             )
             salvaged = salvaged.with_properties(salvage.markers())
             _unreadable(unreadable, error, salvaged)
@@ -339,11 +329,11 @@ def _event_envelope(
     partition_id: str | None,
     source: str | None,
     *,
-    salvage: Salvage | None = None,
+    read: FieldReader = STRICT,
 ) -> Envelope:
-    """One event's envelope; with ``salvage``, what converts of an event that does not (the
-    salvage records what was left out) instead of raising."""
-    as_text: Callable[[Any, str], str | None] = salvage.text if salvage is not None else text
+    """One event's envelope; read with a :class:`Salvage`, what converts of an event that does
+    not (the salvage records what was left out) instead of raising."""
+    as_text = read.text
     return Envelope(
         body=event.get_body() or b"",
         message_id=as_text(facts.get("message-id"), "message-id"),
@@ -355,9 +345,7 @@ def _event_envelope(
         partition_key=as_text(
             facts.get("PartitionKey", facts.get("x-opt-partition-key")), "partition key"
         ),
-        application_properties=(
-            salvage.properties(properties) if salvage is not None else decode_properties(properties)
-        ),
+        application_properties=read.properties(properties),
         enqueued_time_utc=parse_host_time(
             facts.get("x-opt-enqueued-time", facts.get("EnqueuedTimeUtc"))
         ),

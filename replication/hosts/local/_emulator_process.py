@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from replication.exceptions import ReplicationError
+from replication.exceptions import EmulatorStartError
 
 EXPORT = "export "
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,10 +39,6 @@ ROOT = Path(__file__).resolve().parents[3]
 _PORT = re.compile(r"sb://[^:;/]+:(\d+)")
 SECTIONS = ("Namespaces", "NamespaceConfig")
 """The lists of namespaces in an emulator config (Service Bus, Event Hubs)."""
-
-
-class EmulatorStartError(ReplicationError):
-    """The emulator exited or printed no settings in time; the message holds its last output."""
 
 
 @contextlib.contextmanager

@@ -1,16 +1,17 @@
 """Run every task of a topology locally, the way the Functions host runs them in Azure.
 
 :class:`LocalHost` (behind ``python -m replication run --topology FILE``) starts one supervised
-receive loop per task (see :mod:`replication.transport.receivers`) that feeds batches to the
-task's :class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function
-app uses. Connection settings are read from the environment exactly as in Azure (see
+receive loop per task (see :mod:`replication.transport.servicebus` and
+:mod:`replication.transport.eventhubs`) that feeds batches to the task's
+:class:`~replication.runtime.TaskRunner`, which sends with the same senders the Function app
+uses. Connection settings are read from the environment exactly as in Azure (see
 :mod:`replication.transport.connections`), so pointing ``SB_WEU`` etc. at the local emulator's
 connection strings is all a local run needs; a connection string that cannot be parsed stops
 the start with the setting's name. Event Hubs positions are checkpointed where
 ``AzureWebJobsStorage`` points (Azurite locally; see :mod:`replication.transport.eventhubs`).
 
 A task whose source queue or subscription requires sessions runs
-:data:`~replication.transport.receivers.CONCURRENT_SESSIONS` loops, each holding one session at a
+:data:`~replication.transport.servicebus.CONCURRENT_SESSIONS` loops, each holding one session at a
 time, so the messages of a session are replicated in order and sessions proceed side by side.
 
 No error stops a task for good: a lost connection, a restarted namespace, a message that
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -38,19 +38,18 @@ from types import TracebackType
 
 from replication.heartbeats import HeartbeatBook
 from replication.heartbeats.local import start_heartbeats
-from replication.runtime import TaskStatus
+from replication.runtime import TaskStatus, runner_for, supervise
+from replication.settings import Settings
 from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
 from replication.transport.connections import check_settings
-from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store
-from replication.transport.receivers import (
+from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store, run_event_hub_source
+from replication.transport.senders import SenderFactory
+from replication.transport.servicebus import (
     CONCURRENT_SESSIONS,
     Isolation,
-    run_event_hub_source,
     run_servicebus_session_source,
     run_servicebus_source,
-    supervise,
 )
-from replication.transport.senders import SenderFactory
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +59,10 @@ class LocalHost:
 
     def __init__(self, topology: Topology, environ: Mapping[str, str] | None = None) -> None:
         self.topology = topology
-        self._environ = dict(os.environ if environ is None else environ)
-        check_settings(topology.namespaces, self._environ)
-        self._factory = SenderFactory(topology, self._environ)
+        self.settings = Settings.from_environ(environ, connections=topology.connections)
+        """The app settings, read once here (default: the process environment)."""
+        check_settings(topology.namespaces, self.settings)
+        self._factory = SenderFactory(topology, self.settings)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.status: dict[str, TaskStatus] = {}
@@ -81,7 +81,7 @@ class LocalHost:
             self.topology.namespace(t.source.namespace).kind is NamespaceKind.EVENTHUBS
             for t in self.topology.tasks
         ):
-            checkpoints = checkpoint_store(self._environ)
+            checkpoints = checkpoint_store(self.settings)
             if checkpoints is None:
                 logger.warning(
                     "no %s setting: Event Hubs positions are not checkpointed and a restart "
@@ -90,7 +90,13 @@ class LocalHost:
                 )
         for task in self.topology.tasks:
             # Locks are renewed here (LockKeeper), so a send may take as long as it takes.
-            runner = self._factory.runner(self.topology.resolved(task), bound_sends=False)
+            runner = runner_for(
+                self.topology,
+                self.topology.resolved(task),
+                self._factory,
+                settings=self.settings,
+                bound_sends=False,
+            )
             namespace = self.topology.namespace(task.source.namespace)
             status = self.status[task.name] = TaskStatus()
             receive: Callable[..., None] = run_servicebus_source
@@ -111,7 +117,7 @@ class LocalHost:
                     runner,
                     self._stop,
                     status,
-                    environ=self._environ,
+                    settings=self.settings,
                     **own,
                 )
                 thread = threading.Thread(
@@ -123,7 +129,7 @@ class LocalHost:
                 thread.start()
                 self._threads.append(thread)
         self._threads += start_heartbeats(
-            self.topology, self._factory, self.heartbeats, self._stop, self._environ
+            self.topology, self._factory, self.heartbeats, self._stop, self.settings
         )
         return self
 

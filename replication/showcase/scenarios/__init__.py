@@ -4,11 +4,8 @@ Each module defines ``SCENARIO``, a :class:`~replication.showcase.Scenario` that
 topology of ``examples/``. To add one, write a module like these and add its ``SCENARIO`` to
 :data:`SCENARIOS`; its ``name`` becomes a value of ``python -m replication demo --only``.
 
-**Slot for the failover drill** (``python -m replication drill``, issue 24): once it exists, it
-joins as one more module here, ``failover.py``, whose ``drive`` runs the drill through the
-:class:`~replication.showcase.Stage` (``kill`` / ``restart`` an isolated namespace,
-``publish``, ``settings`` for its own clients) and whose expectations say where each message
-must be consumed. Its ``SCENARIO`` goes last in :data:`SCENARIOS`.
+The last, ``failover``, runs the failover drill (``python -m replication drill``'s own code)
+with the application's publisher and consumer on the showcase's emulators.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from .._scenario import Scenario
 from . import (
     active_passive,
     consolidation,
+    failover,
     latency,
     mesh,
     outage,
@@ -40,7 +38,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     transforms.SCENARIO,
     sessions.SCENARIO,
     outage.SCENARIO,
-    # failover drill (issue 24): add failover.SCENARIO here.
+    failover.SCENARIO,
 )
 
 __all__ = ["SCENARIOS"]

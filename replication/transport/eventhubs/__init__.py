@@ -3,6 +3,10 @@
 - ``_conversion``: :class:`~replication.envelope.Envelope` from a received event
   (:func:`envelope_from_event`), what a parked copy keeps of one that cannot be converted
   (:func:`salvaged_event`), and to an event to send (:func:`to_event_data`);
+- ``_loops``: the local host's receive loops, one consumer per partition
+  (:func:`run_event_hub_source`), checkpointing after each batch the runner accepted;
+- ``_reread``: :class:`EventReader`, single events read back by partition and sequence number
+  (``redrive`` restores an event whose parked copy is only a notice);
 - ``_checkpoints``: :func:`checkpoint_store`, the blob checkpoint store of local runs, in the
   storage account ``AzureWebJobsStorage`` names.
 """
@@ -15,14 +19,22 @@ from ._checkpoints import (
     checkpoint_store,
 )
 from ._conversion import envelope_from_event, salvaged_event, to_event_data
+from ._loops import RETRY_MAX_SECONDS, RETRY_MIN_SECONDS, run_event_hub_source
+from ._reread import REREAD_CONSUMER_GROUP, EventReader, ReadEvent
 
 __all__ = [
     "API_VERSION",
     "CONTAINER_SETTING",
     "DEFAULT_CONTAINER",
+    "REREAD_CONSUMER_GROUP",
+    "RETRY_MAX_SECONDS",
+    "RETRY_MIN_SECONDS",
     "STORAGE_SETTING",
+    "EventReader",
+    "ReadEvent",
     "checkpoint_store",
     "envelope_from_event",
+    "run_event_hub_source",
     "salvaged_event",
     "to_event_data",
 ]

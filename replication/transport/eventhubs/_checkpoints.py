@@ -20,12 +20,12 @@ Checkpoints go to the container ``REPLICATION_CHECKPOINT_CONTAINER`` (default
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from azure.core.exceptions import AzureError, ResourceExistsError
 
 from replication.exceptions import ConfigurationError
+from replication.settings import CONTAINER_SETTING, DEFAULT_CONTAINER, STORAGE_SETTING, Settings
 from replication.transport.connections import prefixed_credential
 
 if TYPE_CHECKING:
@@ -37,17 +37,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-STORAGE_SETTING = "AzureWebJobsStorage"
-CONTAINER_SETTING = "REPLICATION_CHECKPOINT_CONTAINER"
-DEFAULT_CONTAINER = "replication-checkpoints"
-
 # The Storage API version the checkpoint store speaks; Azurite and Azure both accept it, while
 # the blob SDK's newest default can be ahead of the Azurite a user has installed.
 API_VERSION = "2019-07-07"
 
 
-def _container_client(environ: Mapping[str, str], container: str) -> ContainerClient | None:
-    connection = environ.get(STORAGE_SETTING)
+def _container_client(settings: Settings, container: str) -> ContainerClient | None:
+    storage = settings.storage
+    connection = storage.secret()
     if connection:
         try:
             return _blob_sdk().from_connection_string(
@@ -57,13 +54,13 @@ def _container_client(environ: Mapping[str, str], container: str) -> ContainerCl
             raise ConfigurationError(
                 f"not a storage connection string: {error}", source=STORAGE_SETTING
             ) from None
-    account_url = environ.get(f"{STORAGE_SETTING}__blobServiceUri")
-    account_name = environ.get(f"{STORAGE_SETTING}__accountName")
+    account_url = storage.blob_service_uri
+    account_name = storage.account_name
     if not account_url and account_name:
         account_url = f"https://{account_name}.blob.core.windows.net"
     if not account_url:
         return None
-    credential = prefixed_credential(environ, STORAGE_SETTING)
+    credential = prefixed_credential(storage)
     return _blob_sdk()(account_url, container, credential=credential, api_version=API_VERSION)
 
 
@@ -74,10 +71,10 @@ def _blob_sdk() -> type[ContainerClient]:
     return ContainerClient
 
 
-def checkpoint_store(environ: Mapping[str, str]) -> BlobCheckpointStore | None:
+def checkpoint_store(settings: Settings) -> BlobCheckpointStore | None:
     """The checkpoint store the settings describe, its container created; None without one."""
-    container = environ.get(CONTAINER_SETTING, DEFAULT_CONTAINER)
-    client = _container_client(environ, container)
+    container = settings.checkpoint_container
+    client = _container_client(settings, container)
     if client is None:
         return None
     try:

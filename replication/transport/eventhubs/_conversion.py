@@ -15,8 +15,8 @@ from typing import Any
 from azure.eventhub import EventData
 
 from replication.envelope import Envelope
-from replication.transport._common import Salvage, body_bytes, text
-from replication.transport._properties import decode_properties, sdk_properties
+from replication.transport._common import STRICT, FieldReader, Salvage
+from replication.transport._properties import sdk_properties
 from replication.transport.servicebus import replica_ids
 
 _MESSAGE_PROPERTY_FIELDS = ("subject", "to", "reply_to")
@@ -28,25 +28,7 @@ def envelope_from_event(
     """The envelope of an event received with the SDK from partition ``partition_id`` (the
     receive callback's context knows it; the event itself does not) of the event hub ``source``
     (logical ``namespace/entity``)."""
-    amqp_properties = event.raw_amqp_message.properties
-    extra: dict[str, Any] = {}
-    if amqp_properties is not None:
-        for name in _MESSAGE_PROPERTY_FIELDS:
-            extra[name] = text(getattr(amqp_properties, name, None), name)
-    return Envelope(
-        body=body_bytes(event.body, event.body_type.value),
-        message_id=text(event.message_id, "message-id"),
-        correlation_id=text(event.correlation_id, "correlation-id"),
-        content_type=text(event.content_type, "content-type"),
-        partition_key=text(event.partition_key, "partition key"),
-        application_properties=decode_properties(event.properties),
-        enqueued_time_utc=event.enqueued_time,
-        sequence_number=event.sequence_number,
-        offset=text(event.offset),
-        partition_id=partition_id,
-        source=source,
-        **extra,
-    )
+    return _envelope(event, partition_id, source, STRICT)
 
 
 def salvaged_event(
@@ -56,24 +38,28 @@ def salvaged_event(
     every field and application property that converts, a data body, the position, and the
     markers of what is missing (see :class:`~replication.transport._common.Salvage`). Never
     raises: whatever the event holds, the partition must move past it."""
-    salvage = Salvage()
+    return _envelope(event, partition_id, source, Salvage())
+
+
+def _envelope(
+    event: EventData, partition_id: str | None, source: str | None, read: FieldReader
+) -> Envelope:
+    """The one field map of an event, read strictly or salvaging what converts."""
     amqp_properties = event.raw_amqp_message.properties
     extra: dict[str, Any] = {}
     if amqp_properties is not None:
         for name in _MESSAGE_PROPERTY_FIELDS:
-            extra[name] = salvage.text(getattr(amqp_properties, name, None), name)
-    body = salvage.body(event.body, event.body_type.value)
-    properties = salvage.properties(event.properties)
+            extra[name] = read.text(getattr(amqp_properties, name, None), name)
     return Envelope(
-        body=body,
-        message_id=salvage.text(event.message_id, "message-id"),
-        correlation_id=salvage.text(event.correlation_id, "correlation-id"),
-        content_type=salvage.text(event.content_type, "content-type"),
-        partition_key=salvage.text(event.partition_key, "partition key"),
-        application_properties={**properties, **salvage.markers()},
+        body=read.body(event.body, event.body_type.value),
+        message_id=read.text(event.message_id, "message-id"),
+        correlation_id=read.text(event.correlation_id, "correlation-id"),
+        content_type=read.text(event.content_type, "content-type"),
+        partition_key=read.text(event.partition_key, "partition key"),
+        application_properties={**read.properties(event.properties), **read.markers()},
         enqueued_time_utc=event.enqueued_time,
         sequence_number=event.sequence_number,
-        offset=salvage.text(event.offset, "offset"),
+        offset=read.text(event.offset, "offset"),
         partition_id=partition_id,
         source=source,
         **extra,

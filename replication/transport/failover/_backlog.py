@@ -30,6 +30,7 @@ from azure.eventhub import EventHubConsumerClient
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
 
 from replication.properties import REPL_ORIGIN
+from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceKind, Topology
 
 from ..connections import event_hub_client, servicebus_client
@@ -57,16 +58,16 @@ class BacklogReader:
 
     def __init__(self, topology: Topology, environ: Mapping[str, str], *, cap: int = CAP) -> None:
         self._topology = topology
-        self._environ = environ
+        self._settings = Settings.from_environ(environ, connections=topology.connections)
         self._cap = cap
         self._clients: dict[str, ServiceBusClient] = {}
         self._receivers: dict[str, ServiceBusReceiver] = {}
-        self._checkpoints = checkpoint_store(environ)
+        self._checkpoints = checkpoint_store(self._settings)
 
     def _client(self, namespace: str) -> ServiceBusClient:
         if namespace not in self._clients:
             spec = self._topology.namespace(namespace)
-            self._clients[namespace] = servicebus_client(spec, self._environ, **CLIENT_OPTIONS)
+            self._clients[namespace] = servicebus_client(spec, self._settings, **CLIENT_OPTIONS)
         return self._clients[namespace]
 
     def _receiver(self, ref: EntityRef) -> ServiceBusReceiver:
@@ -159,7 +160,7 @@ class BacklogReader:
             EventHubConsumerClient,
             namespace,
             ref.entity,
-            self._environ,
+            self._settings,
             consumer_group=group,
             **CLIENT_OPTIONS,
         )

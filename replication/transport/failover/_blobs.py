@@ -45,8 +45,13 @@ from azure.core.exceptions import (
 )
 from azure.storage.blob import BlobClient, BlobLeaseClient, ContainerClient, LinearRetry
 
-from replication.exceptions import ConfigurationError, ReplicationError
+from replication.exceptions import (
+    ConfigurationError,
+    FailoverStoreError,
+    SwitchInProgressError,
+)
 from replication.runtime import describe
+from replication.settings import Connection
 
 from ..connections import prefixed_credential
 from ..eventhubs import API_VERSION, STORAGE_SETTING
@@ -66,16 +71,6 @@ CLIENT_OPTIONS: dict[str, Any] = {
     "read_timeout": 10,
     "api_version": API_VERSION,
 }
-
-
-class FailoverStoreError(ReplicationError):
-    """The failover store could not be read or written (network, authorization, service)."""
-
-    retryable = True
-
-
-class SwitchInProgressError(ReplicationError):
-    """Another switch of the same application holds the binding document's lease."""
 
 
 class BlobFailoverStore:
@@ -324,7 +319,7 @@ def failover_store_from_settings(environ: Mapping[str, str]) -> BlobFailoverStor
         account_url = f"https://{account_name}.blob.core.windows.net"
     if not account_url:
         return None
-    credential = prefixed_credential(environ, STORAGE_SETTING)
+    credential = prefixed_credential(Connection.read(STORAGE_SETTING, environ))
     return BlobFailoverStore(
         ContainerClient(account_url, container, credential=credential, **CLIENT_OPTIONS)
     )

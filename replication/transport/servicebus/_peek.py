@@ -18,12 +18,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 
-from azure.servicebus import ServiceBusClient, ServiceBusReceiver, ServiceBusSubQueue
+from azure.servicebus import ServiceBusClient, ServiceBusReceiver
 
 from replication.envelope import Envelope
 from replication.transport.errors import translate
 
 from ._conversion import envelope_from_received
+from ._receivers import entity_receiver
 
 MAX_PEEK = 250
 """Messages asked for per peek; bounded because a peek reads foreign messages in gaps too."""
@@ -44,21 +45,16 @@ class ServiceBusPeeker:
         self._client = client
         self._entity = entity
         self._subscription = subscription
-        self._sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter_queue else None
+        self._dead_letter = dead_letter_queue
         self._label = label
         self._receiver: ServiceBusReceiver | None = None
         self._lock = threading.Lock()
 
     def _open(self) -> ServiceBusReceiver:
         if self._receiver is None:
-            if self._subscription is not None:
-                self._receiver = self._client.get_subscription_receiver(
-                    self._entity, self._subscription, sub_queue=self._sub_queue
-                )
-            else:
-                self._receiver = self._client.get_queue_receiver(
-                    self._entity, sub_queue=self._sub_queue
-                )
+            self._receiver = entity_receiver(
+                self._client, self._entity, self._subscription, dead_letter=self._dead_letter
+            )
         return self._receiver
 
     def peek(self, sequence_numbers: Sequence[int]) -> Mapping[int, Envelope]:

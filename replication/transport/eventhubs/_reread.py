@@ -17,17 +17,40 @@ would refuse this one. Nothing is checkpointed.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Mapping
+from datetime import datetime
 
 from azure.eventhub import EventData, EventHubConsumerClient, PartitionContext
 
+from replication.envelope import Envelope
+from replication.settings import Settings
 from replication.topology import NamespaceSpec
+from replication.transport.connections import event_hub_client
 
-from .connections import event_hub_client
+from ._conversion import envelope_from_event
 
 REREAD_CONSUMER_GROUP = "$Default"
 """The consumer group events are read back with (see the module docstring)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class ReadEvent:
+    """An event read back: when it was enqueued, and its envelope on demand."""
+
+    event: EventData
+
+    @property
+    def enqueued_time(self) -> datetime | None:
+        return self.event.enqueued_time
+
+    def envelope(self, partition: str, *, source: str) -> Envelope:
+        """The event as an envelope of partition ``partition`` of the event hub ``source``.
+
+        Raises:
+            MessageRejectedError: it cannot be converted faithfully.
+        """
+        return envelope_from_event(self.event, partition, source=source)
 
 
 class EventReader:
@@ -37,13 +60,13 @@ class EventReader:
         self,
         namespace: NamespaceSpec,
         event_hub: str,
-        environ: Mapping[str, str] | None = None,
+        settings: Settings,
         *,
         wait_seconds: float = 5.0,
     ) -> None:
         self._namespace = namespace
         self._event_hub = event_hub
-        self._environ = environ
+        self._settings = settings
         self._wait = wait_seconds
         self._client: EventHubConsumerClient | None = None
 
@@ -52,7 +75,7 @@ class EventReader:
             EventHubConsumerClient,
             self._namespace,
             self._event_hub,
-            self._environ,
+            self._settings,
             consumer_group=REREAD_CONSUMER_GROUP,
         )
 
@@ -67,7 +90,7 @@ class EventReader:
         last = int(properties.get("last_enqueued_sequence_number", -1))
         return first <= sequence <= last
 
-    def read(self, partition: str, sequence: int) -> EventData | None:
+    def read(self, partition: str, sequence: int) -> ReadEvent | None:
         """The event at ``sequence`` in ``partition``, or None when the hub no longer has it
         (nothing arrived from there within the wait)."""
         found: list[EventData] = []
@@ -100,7 +123,7 @@ class EventReader:
         event = found[0] if found else None
         if event is None or event.sequence_number != sequence:
             return None
-        return event
+        return ReadEvent(event)
 
     def close(self) -> None:
         if self._client is not None:
@@ -108,4 +131,4 @@ class EventReader:
             self._client = None
 
 
-__all__ = ["REREAD_CONSUMER_GROUP", "EventReader"]
+__all__ = ["REREAD_CONSUMER_GROUP", "EventReader", "ReadEvent"]

@@ -3,7 +3,7 @@
 :func:`run_heartbeat_reader` receives from the ``heartbeat-reader`` subscription of a receiving
 namespace's heartbeat topic (see :mod:`replication.topology._heartbeats`), records every
 heartbeat in a :class:`~replication.heartbeats.HeartbeatBook` and completes it; it raises when
-the connection fails, so that :func:`~replication.transport.receivers.supervise` reconnects it
+the connection fails, so that :func:`~replication.runtime.supervise` reconnects it
 with backoff like a task's loop. A message that is not a heartbeat is completed and ignored
 (logged at DEBUG). :func:`peek_latest_heartbeats` reads without settling anything, for
 ``python -m replication status``.
@@ -11,18 +11,15 @@ with backoff like a task's loop. A message that is not a heartbeat is completed 
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Mapping
 
 from replication.heartbeats import Heartbeat, HeartbeatBook, parse_heartbeat
 from replication.runtime import TaskStatus
+from replication.settings import Settings
 from replication.topology import HEARTBEAT_READER, EntityRef, NamespaceSpec
+from replication.transport.connections import servicebus_client
 
-from .connections import servicebus_client
-from .receivers import source_receiver
-
-logger = logging.getLogger(__name__)
+from ._receivers import peek_pages, source_receiver
 
 RECEIVE_WAIT_SECONDS = 1.0
 PEEK_LIMIT = 1000
@@ -41,10 +38,10 @@ def run_heartbeat_reader(
     stop: threading.Event,
     status: TaskStatus,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
 ) -> None:
     """Record the heartbeats arriving at ``namespace`` until ``stop`` is set."""
-    with servicebus_client(namespace, environ) as client:
+    with servicebus_client(namespace, settings) as client:
         receiver = source_receiver(client, reader_source(namespace.name, entity), wait=1)
         with receiver:
             while not stop.is_set():
@@ -53,11 +50,7 @@ def run_heartbeat_reader(
                 )
                 recorded = 0
                 for message in messages:
-                    heartbeat = parse_heartbeat(b"".join(message.body))
-                    if heartbeat is None:
-                        logger.debug("%s: not a heartbeat, ignored", namespace.name)
-                    elif book.record(heartbeat, namespace.name):
-                        recorded += 1
+                    recorded += book.receive(b"".join(message.body), namespace.name)
                     receiver.complete_message(message)
                 if messages:
                     status.record(recorded)
@@ -66,25 +59,18 @@ def run_heartbeat_reader(
 
 
 def peek_latest_heartbeats(
-    namespace: NamespaceSpec, entity: str, *, environ: Mapping[str, str] | None = None
+    namespace: NamespaceSpec, entity: str, *, settings: Settings
 ) -> dict[str, Heartbeat]:
     """The latest heartbeat per origin waiting in ``namespace``'s reader subscription, by
     peeking (nothing is settled; a running reader consumes them, so this sees only what it
     has not read yet)."""
     latest: dict[str, Heartbeat] = {}
     with (
-        servicebus_client(namespace, environ) as client,
+        servicebus_client(namespace, settings) as client,
         source_receiver(client, reader_source(namespace.name, entity), wait=1) as receiver,
     ):
-        sequence = 0
-        seen = 0
-        while seen < PEEK_LIMIT:
-            batch = receiver.peek_messages(max_message_count=250, sequence_number=sequence)
-            if not batch:
-                break
-            seen += len(batch)
-            sequence = (batch[-1].sequence_number or 0) + 1
-            for message in batch:
+        for page in peek_pages(receiver, limit=PEEK_LIMIT):
+            for message in page:
                 heartbeat = parse_heartbeat(b"".join(message.body))
                 if heartbeat is None or heartbeat.origin == namespace.name:
                     continue

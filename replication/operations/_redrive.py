@@ -22,8 +22,8 @@ A redrive never sends a stand-in. A parked **notice** (a copy without the origin
 some of its properties, :func:`replication.properties.omission`) is not the message:
 
 - of an event hub source, the original is read back from the hub by the partition and sequence
-  number the notice records (:mod:`replication.transport.event_reread`), while the hub retains
-  it, and that event goes through the runner;
+  number the notice records (:class:`~replication.transport.eventhubs.EventReader`), while the
+  hub retains it, and that event goes through the runner;
 - otherwise (a Service Bus original waits in the source's dead-letter queue, where
   ``--from dead-letter`` takes it; an event past the hub's retention; a copy that recorded no
   original) the notice is left parked, and the report names it with the reason.
@@ -77,27 +77,21 @@ end in :class:`RedriveStoppedError` with the counts so far; settling is never re
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
 import enum
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-
-from azure.servicebus import (
-    AutoLockRenewer,
-    ServiceBusClient,
-    ServiceBusReceivedMessage,
-    ServiceBusReceiver,
-)
 
 from replication.envelope import Envelope
 from replication.exceptions import (
     ConfigurationError,
     ForwardError,
     MessageRejectedError,
+    OriginalNotAvailableError,
+    RedriveStoppedError,
     ReplicationError,
 )
 from replication.properties import (
@@ -110,27 +104,16 @@ from replication.properties import (
     omission,
     unparked,
 )
-from replication.runtime import BatchOutcome, TaskRunner
+from replication.runtime import BatchOutcome, TaskRunner, runner_for
+from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceKind, ResolvedTask, Topology
+from replication.transport.errors import translated
+from replication.transport.eventhubs import EventReader
+from replication.transport.senders import SenderFactory
+from replication.transport.servicebus import EntityReader, Locked, LockingReceiver, Peeked
 from replication.values import as_text
 
-from ._properties import decode_properties
-from .connections import servicebus_client
-from .errors import translate
-from .event_reread import EventReader
-from .eventhubs import envelope_from_event
-from .receivers import source_receiver
-from .senders import SenderFactory
-from .servicebus import envelope_from_received
-
 logger = logging.getLogger(__name__)
-
-PEEK_PAGE = 250
-"""Messages per peek while surveying."""
-
-LOCK_RENEWAL_SECONDS = 3600.0
-"""How long held and in-flight locks are renewed; a run that takes longer loses them (and
-stops at the first sequence number that comes back)."""
 
 
 class RedriveOrigin(enum.StrEnum):
@@ -140,20 +123,6 @@ class RedriveOrigin(enum.StrEnum):
     """The dead-letter queue of the task's own Service Bus source."""
     PARKED = "parked"
     """The task's ``deadLetterTarget``, filtered by ``repl-dead-letter-source``."""
-
-
-class RedriveStoppedError(ReplicationError):
-    """The redrive stopped early (transient failure, broker unreachable); nothing was lost.
-
-    ``report`` holds the counts up to the stop; the messages not completed are still where
-    they were. Running the redrive again continues.
-    """
-
-    retryable = True
-
-    def __init__(self, message: str, report: RedriveReport) -> None:
-        super().__init__(message)
-        self.report = report
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -215,12 +184,6 @@ def redrive_source(topology: Topology, task_name: str, origin: RedriveOrigin) ->
     return RedriveSource(task, origin, parking)
 
 
-class OriginalNotAvailableError(MessageRejectedError):
-    """A parked notice whose original cannot be read back (see the module docstring)."""
-
-    reason = "OriginalNotAvailable"
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class EventPosition:
     """Where a notice says its event is: partition, sequence number, recorded enqueue time."""
@@ -257,7 +220,7 @@ class Survey:
 
     def add(
         self,
-        message: ServiceBusReceivedMessage,
+        message: Peeked,
         *,
         mine: bool,
         limit: int | None,
@@ -275,7 +238,7 @@ class Survey:
             return
         if refusal is not None:
             # Left where it is; received (and abandoned) only when it lies between wanted ones.
-            self.refused.append((str(message.message_id), refusal))
+            self.refused.append((message.message_id, refusal))
             self._others_since_wanted += 1
             return
         if limit is not None and len(self.wanted) >= limit:
@@ -283,10 +246,10 @@ class Survey:
             return
         self.wanted.append(number)
         if reread is not None:
-            self.rereads[number] = (str(message.message_id), reread)
+            self.rereads[number] = (message.message_id, reread)
         self.passed_over += self._others_since_wanted
         self._others_since_wanted = 0
-        self.reasons[as_text(message.dead_letter_reason, errors="replace") or "(none)"] += 1
+        self.reasons[message.dead_letter_reason or "(none)"] += 1
         enqueued = message.enqueued_time_utc
         if enqueued is not None:
             if self.first_enqueued is None or enqueued < self.first_enqueued:
@@ -328,7 +291,7 @@ class RedriveReport:
 
 ProgressCallback = Callable[[RedriveReport], None]
 
-_Item = tuple[ServiceBusReceivedMessage, Envelope]
+_Item = tuple[Locked, Envelope]
 
 
 class Redriver:
@@ -339,29 +302,27 @@ class Redriver:
         self,
         topology: Topology,
         source: RedriveSource,
-        environ: Mapping[str, str] | None = None,
+        settings: Settings | None = None,
         *,
         batch_size: int = 100,
         wait_seconds: float = 5.0,
     ) -> None:
         self._topology = topology
         self._source = source
-        self._environ = None if environ is None else dict(environ)
+        self._settings = settings or Settings.from_environ(connections=topology.connections)
         self._batch_size = batch_size
-        self._wait = wait_seconds
-        self._client: ServiceBusClient | None = None
+        self._reader = EntityReader(
+            topology.namespace(source.entity.namespace),
+            source.entity,
+            self._settings,
+            wait_seconds=wait_seconds,
+        )
         self._factory: SenderFactory | None = None
         self._events: EventReader | None = None
 
     @property
     def source(self) -> RedriveSource:
         return self._source
-
-    def _servicebus(self) -> ServiceBusClient:
-        if self._client is None:
-            namespace = self._topology.namespace(self._source.entity.namespace)
-            self._client = servicebus_client(namespace, self._environ)
-        return self._client
 
     def survey(self, *, limit: int | None = None) -> Survey:
         """Peek through the whole entity (see the module docstring); ``limit`` caps the
@@ -372,21 +333,12 @@ class Redriver:
         """
         survey = Survey()
         try:
-            with self._sdk_errors():
-                receiver = source_receiver(self._servicebus(), self._source.entity, wait=self._wait)
-                with receiver:
-                    start = 1
-                    while page := receiver.peek_messages(
-                        max_message_count=PEEK_PAGE, sequence_number=start
-                    ):
-                        for message in page:
-                            properties = decode_properties(message.application_properties)
-                            mine = self._source.belongs(properties)
-                            refusal, reread = self._restorable(properties) if mine else (None, None)
-                            survey.add(
-                                message, mine=mine, limit=limit, refusal=refusal, reread=reread
-                            )
-                        start = max(m.sequence_number or 0 for m in page) + 1
+            with translated(self._source.label):
+                for message in self._reader.peek():
+                    properties = message.properties
+                    mine = self._source.belongs(properties)
+                    refusal, reread = self._restorable(properties) if mine else (None, None)
+                    survey.add(message, mine=mine, limit=limit, refusal=refusal, reread=reread)
         except ForwardError as error:
             raise RedriveStoppedError(
                 f"cannot read {self._source.label}: {error}", RedriveReport()
@@ -407,28 +359,20 @@ class Redriver:
         if not wanted:
             return report
         if self._factory is None:
-            self._factory = SenderFactory(self._topology, self._environ)
-        runner = self._factory.runner(self._source.task)
-        held: dict[int, ServiceBusReceivedMessage] = {}
-        kept: dict[int, ServiceBusReceivedMessage] = {}
-        renewer = AutoLockRenewer(max_lock_renewal_duration=LOCK_RENEWAL_SECONDS)
+            self._factory = SenderFactory(self._topology, self._settings)
+        runner = runner_for(
+            self._topology, self._source.task, self._factory, settings=self._settings
+        )
+        held: dict[int, Locked] = {}
+        kept: dict[int, Locked] = {}
         try:
-            with self._sdk_errors():
-                receiver = source_receiver(
-                    self._servicebus(),
-                    self._source.entity,
-                    wait=self._wait,
-                    auto_lock_renewer=renewer,
-                )
-                with receiver:
-                    try:
-                        self._receive(
-                            receiver, runner, survey, wanted, held, kept, report, on_progress
-                        )
-                    finally:
-                        report.passed_over = len(held)
-                        for message in [*held.values(), *kept.values()]:
-                            _abandon(receiver, message)
+            with translated(self._source.label), self._reader.receiving() as receiver:
+                try:
+                    self._receive(receiver, runner, survey, wanted, held, kept, report, on_progress)
+                finally:
+                    report.passed_over = len(held)
+                    for message in [*held.values(), *kept.values()]:
+                        receiver.abandon(message)
         except ReplicationError as error:
             report.not_reached = len(wanted)
             raise RedriveStoppedError(
@@ -436,19 +380,17 @@ class Redriver:
                 f"completed are still in {self._source.label}, run again to continue",
                 report,
             ) from error
-        finally:
-            renewer.close()
         report.not_reached = len(wanted)
         return report
 
     def _receive(
         self,
-        receiver: ServiceBusReceiver,
+        receiver: LockingReceiver,
         runner: TaskRunner,
         survey: Survey,
         wanted: set[int],
-        held: dict[int, ServiceBusReceivedMessage],
-        kept: dict[int, ServiceBusReceivedMessage],
+        held: dict[int, Locked],
+        kept: dict[int, Locked],
         report: RedriveReport,
         on_progress: ProgressCallback | None,
     ) -> None:
@@ -456,9 +398,7 @@ class Redriver:
         while wanted:
             # Never more than the task still wants: its next messages lie at least that far
             # ahead, so nothing behind its last message is locked.
-            messages = receiver.receive_messages(
-                max_message_count=min(self._batch_size, len(wanted)), max_wait_time=self._wait
-            )
+            messages = receiver.receive(min(self._batch_size, len(wanted)))
             if not messages:
                 logger.warning(
                     "%s: %d surveyed message(s) not received (locked elsewhere or settled)",
@@ -469,7 +409,7 @@ class Redriver:
             batch: list[_Item] = []
             repeated = False
             for message in messages:
-                number = message.sequence_number or 0
+                number = message.sequence_number
                 repeated = repeated or number in seen
                 seen.add(number)
                 if number not in wanted:
@@ -493,11 +433,11 @@ class Redriver:
 
     def _run(
         self,
-        receiver: ServiceBusReceiver,
+        receiver: LockingReceiver,
         runner: TaskRunner,
         batch: list[_Item],
         wanted: set[int],
-        kept: dict[int, ServiceBusReceivedMessage],
+        kept: dict[int, Locked],
         report: RedriveReport,
     ) -> None:
         """Run ``batch`` through the runner and complete it; a rejection (no deadLetterTarget)
@@ -513,26 +453,26 @@ class Redriver:
             return
         except ReplicationError:
             for message, _ in batch:
-                _abandon(receiver, message)
+                receiver.abandon(message)
             raise
         report.add(outcome)
         # A message whose fresh parked copy could only be a notice must stay where it is: it
         # is the only whole copy (the notice the runner parked points to the source's DLQ).
         stays = [d.source for d in outcome.dead_letter_in_source]
         for message, envelope in batch:
-            wanted.discard(message.sequence_number or 0)
+            wanted.discard(message.sequence_number)
             if envelope in stays:
                 report.kept_whole += 1
-                kept[message.sequence_number or 0] = message
+                kept[message.sequence_number] = message
             else:
-                receiver.complete_message(message)
+                receiver.complete(message)
 
     def _keep(
         self,
-        message: ServiceBusReceivedMessage,
+        message: Locked,
         error: MessageRejectedError,
         wanted: set[int],
-        kept: dict[int, ServiceBusReceivedMessage],
+        kept: dict[int, Locked],
         report: RedriveReport,
     ) -> None:
         logger.warning(
@@ -542,12 +482,12 @@ class Redriver:
             error.reason,
             error,
         )
-        number = message.sequence_number or 0
+        number = message.sequence_number
         kept[number] = message
         wanted.discard(number)
-        if omission(message_properties(message)) is not None:
+        if omission(message.properties()) is not None:
             # A notice whose original could not be restored (or converted): it stays parked.
-            report.refused.append((str(message.message_id), f"{error.reason}: {error}"))
+            report.refused.append((message.message_id, f"{error.reason}: {error}"))
         else:
             report.rejected += 1
 
@@ -581,11 +521,11 @@ class Redriver:
         if self._events is None:
             spec = self._source.task.spec.source
             self._events = EventReader(
-                self._topology.namespace(spec.namespace), spec.entity, self._environ
+                self._topology.namespace(spec.namespace), spec.entity, self._settings
             )
         return self._events
 
-    def _original(self, message: ServiceBusReceivedMessage, survey: Survey) -> Envelope:
+    def _original(self, message: Locked, survey: Survey) -> Envelope:
         """The original of a received message: the parked copy or dead-lettered message
         itself, or the event a notice points to, read back from its hub.
 
@@ -594,14 +534,14 @@ class Redriver:
                 :class:`OriginalNotAvailableError` when the event is gone from the hub.
         """
         source = self._source.task.spec.source.entity_path
-        received = unparked(envelope_from_received(message, source=source))
-        reread = survey.rereads.get(message.sequence_number or 0)
+        received = unparked(message.envelope(source=source))
+        reread = survey.rereads.get(message.sequence_number)
         if reread is None:
-            if omission(message_properties(message)) is not None:
+            if omission(message.properties()) is not None:
                 raise OriginalNotAvailableError("a notice is never sent as the message")
             return received
         message_id, position = reread
-        with self._sdk_errors():
+        with translated(self._source.label):
             event = self._event_reader().read(position.partition, position.sequence)
         if event is None:
             raise OriginalNotAvailableError(
@@ -616,17 +556,7 @@ class Redriver:
                 )
         logger.info("%s: re-read %s from %s %s", self._source.label, message_id, source,
                     position.describe())  # fmt: skip
-        return envelope_from_event(event, position.partition, source=source)
-
-    @contextlib.contextmanager
-    def _sdk_errors(self) -> Iterator[None]:
-        """SDK errors of reading and settling, translated (library errors pass unchanged)."""
-        try:
-            yield
-        except ReplicationError:
-            raise
-        except Exception as error:
-            raise translate(error, target=self._source.label) from error
+        return event.envelope(position.partition, source=source)
 
     def close(self) -> None:
         """Close the senders and the clients."""
@@ -636,14 +566,7 @@ class Redriver:
         if self._events is not None:
             self._events.close()
             self._events = None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-
-def message_properties(message: ServiceBusReceivedMessage) -> dict[str, object]:
-    """A received message's application properties, decoded as the converters decode them."""
-    return decode_properties(message.application_properties)
+        self._reader.close()
 
 
 def _event_position(properties: Mapping[str, object]) -> EventPosition | None:
@@ -663,22 +586,12 @@ def _event_position(properties: Mapping[str, object]) -> EventPosition | None:
     )
 
 
-def _abandon(receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage) -> None:
-    # Best effort: a lock that is already gone released the message anyway.
-    try:
-        receiver.abandon_message(message)
-    except Exception as error:
-        logger.debug("abandon of message %s failed: %s", message.sequence_number, error)
-
-
 __all__ = [
     "EventPosition",
-    "OriginalNotAvailableError",
     "ProgressCallback",
     "RedriveOrigin",
     "RedriveReport",
     "RedriveSource",
-    "RedriveStoppedError",
     "Redriver",
     "Survey",
     "redrive_source",

@@ -1,4 +1,4 @@
-"""What each task's source holds, read with the data-plane SDKs: ``python -m replication status``.
+"""What each task's source holds: ``python -m replication status``.
 
 Per task (lanes and heartbeat tasks included):
 
@@ -18,31 +18,28 @@ Per task (lanes and heartbeat tasks included):
 
 With heartbeats enabled it also peeks each receiving namespace's ``heartbeat-reader``
 subscription for the latest heartbeat per path (see
-:func:`~replication.transport.heartbeats.peek_latest_heartbeats`: a running reader consumes
+:func:`~replication.transport.servicebus.peek_latest_heartbeats`: a running reader consumes
 heartbeats, so an empty subscription there says "read", not "silent"; the reader's gauge is
 the authoritative age).
 
 A namespace that cannot be reached is recorded per task (``error``) rather than raised, so the
 report covers everything that can be read, and not asked again in the same run; the CLI exits
-``UNAVAILABLE`` when any task has one.
-Clients retry once (one quick SDK retry) so that an unreachable namespace costs seconds.
+``UNAVAILABLE`` when any task has one. The reading itself is the SDK layer's
+(:class:`~replication.transport.inspection.SourceInspector`; its clients retry once, so that an
+unreachable namespace costs seconds); this module decides what to read for each task and
+reports it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from azure.core.exceptions import AzureError
-from azure.eventhub import EventHubConsumerClient
-from azure.eventhub.exceptions import EventHubError
-from azure.servicebus import ServiceBusClient, ServiceBusReceiver, ServiceBusSubQueue
-from azure.servicebus.exceptions import ServiceBusError
-
+from replication.exceptions import SourceUnreadableError
 from replication.properties import DEAD_LETTER_SOURCE
-from replication.runtime import describe
+from replication.settings import Settings
 from replication.topology import (
     EntityRef,
     NamespaceKind,
@@ -52,24 +49,11 @@ from replication.topology import (
     heartbeat_receivers,
     requires_session,
 )
+from replication.transport.inspection import PropertyMatch, SourceInspector
 from replication.values import as_text
-
-from .connections import event_hub_client, servicebus_client
-from .eventhubs import checkpoint_store
-from .heartbeats import peek_latest_heartbeats
 
 PEEK_CAP = 5000
 """Most messages counted per entity by peeking."""
-
-PEEK_PAGE = 250
-
-CLIENT_OPTIONS: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.5}
-
-SDK_ERRORS = (ServiceBusError, EventHubError, AzureError, OSError)
-
-
-class _UnreachableError(Exception):
-    """A namespace that already failed in this run: not asked again (each try costs seconds)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -131,11 +115,9 @@ class StatusReport:
         return any(t.error for t in self.tasks) or any(h.error for h in self.heartbeats)
 
 
-def read_status(
-    topology: Topology, environ: Mapping[str, str], *, cap: int = PEEK_CAP
-) -> StatusReport:
+def read_status(topology: Topology, settings: Settings, *, cap: int = PEEK_CAP) -> StatusReport:
     """Read every task's counts and the heartbeats (see the module docstring)."""
-    reader = _Reader(topology, environ, cap)
+    reader = _Reader(topology, settings, cap)
     try:
         tasks = [reader.task(topology.resolved(spec)) for spec in topology.tasks]
         return StatusReport(tasks, reader.heartbeats())
@@ -144,20 +126,11 @@ def read_status(
 
 
 class _Reader:
-    def __init__(self, topology: Topology, environ: Mapping[str, str], cap: int) -> None:
+    def __init__(self, topology: Topology, settings: Settings, cap: int) -> None:
         self._topology = topology
-        self._environ = environ
+        self._inspector = SourceInspector(topology, settings)
         self._cap = cap
-        self._clients: dict[str, ServiceBusClient] = {}
         self._down: dict[str, str] = {}
-
-    def _client(self, namespace: str) -> ServiceBusClient:
-        if namespace in self._down:
-            raise _UnreachableError(self._down[namespace])
-        if namespace not in self._clients:
-            spec = self._topology.namespace(namespace)
-            self._clients[namespace] = servicebus_client(spec, self._environ, **CLIENT_OPTIONS)
-        return self._clients[namespace]
 
     def task(self, task: ResolvedTask) -> TaskReport:
         source = task.spec.source
@@ -165,7 +138,9 @@ class _Reader:
         try:
             kind = self._topology.namespace(source.namespace).kind
             if kind is NamespaceKind.EVENTHUBS:
-                report.partitions = self._partitions(source)
+                report.partitions = [
+                    PartitionLag(*position) for position in self._inspector.partitions(source)
+                ]
             else:
                 if not requires_session(self._topology, source):
                     # A session-enabled entity can be peeked only by a session's holder.
@@ -173,53 +148,24 @@ class _Reader:
                 if not source.dead_letter_queue:
                     report.dead_letters = self._count(source, dead_letter=True)
             report.parked = self._parked(task)
-        except SDK_ERRORS as error:
-            report.error = describe(error)
-        except _UnreachableError as error:
+        except SourceUnreadableError as error:
             report.error = str(error)
         return report
 
     def _count(
-        self,
-        ref: EntityRef,
-        *,
-        dead_letter: bool,
-        match: Callable[[Mapping[Any, Any]], bool] | None = None,
+        self, ref: EntityRef, *, dead_letter: bool, match: PropertyMatch | None = None
     ) -> Count:
-        client = self._client(ref.namespace)
-        sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
-        receiver: ServiceBusReceiver
-        if ref.subscription is not None:
-            receiver = client.get_subscription_receiver(
-                ref.entity, ref.subscription, sub_queue=sub_queue
-            )
-        else:
-            receiver = client.get_queue_receiver(ref.entity, sub_queue=sub_queue)
+        if ref.namespace in self._down:
+            # It already failed in this run: not asked again (each try costs seconds).
+            raise SourceUnreadableError(self._down[ref.namespace])
         try:
-            return self._peek_count(receiver, match)
-        except SDK_ERRORS as error:
-            self._down[ref.namespace] = describe(error)
+            total, capped = self._inspector.count(
+                ref, dead_letter=dead_letter, cap=self._cap, match=match
+            )
+        except SourceUnreadableError as error:
+            self._down[ref.namespace] = str(error)
             raise
-
-    def _peek_count(
-        self, receiver: ServiceBusReceiver, match: Callable[[Mapping[Any, Any]], bool] | None
-    ) -> Count:
-        total = seen = 0
-        sequence = 0
-        with receiver:
-            while seen < self._cap:
-                page = receiver.peek_messages(
-                    max_message_count=min(PEEK_PAGE, self._cap - seen), sequence_number=sequence
-                )
-                if not page:
-                    return Count(total)
-                seen += len(page)
-                sequence = (page[-1].sequence_number or 0) + 1
-                for message in page:
-                    properties = message.application_properties or {}
-                    if match is None or match(properties):
-                        total += 1
-        return Count(total, capped=True)
+        return Count(total, capped)
 
     def _parked(self, task: ResolvedTask) -> Count | None:
         parking = task.spec.dead_letter_target
@@ -238,37 +184,6 @@ class _Reader:
 
         return self._count(parking, dead_letter=False, match=mine)
 
-    def _partitions(self, source: EntityRef) -> list[PartitionLag]:
-        namespace = self._topology.namespace(source.namespace)
-        group = source.consumer_group or "$Default"
-        store = checkpoint_store(self._environ)
-        with event_hub_client(
-            EventHubConsumerClient,
-            namespace,
-            source.entity,
-            self._environ,
-            consumer_group=group,
-            **CLIENT_OPTIONS,
-        ) as client:
-            checkpoints: dict[str, int] = {}
-            if store is not None:
-                host = client._address.hostname  # what the event processor checkpoints under
-                for checkpoint in store.list_checkpoints(host, source.entity, group):
-                    checkpoints[str(checkpoint["partition_id"])] = int(
-                        checkpoint["sequence_number"]
-                    )
-            lags = []
-            for partition in client.get_partition_ids():
-                properties = client.get_partition_properties(partition)
-                lags.append(
-                    PartitionLag(
-                        partition,
-                        int(properties["last_enqueued_sequence_number"]),
-                        checkpoints.get(partition),
-                    )
-                )
-            return lags
-
     def heartbeats(self) -> list[HeartbeatReport]:
         paths = heartbeat_paths(self._topology)
         if not paths:
@@ -278,16 +193,13 @@ class _Reader:
         latest: dict[str, dict[str, datetime]] = {}
         errors: dict[str, str] = {}
         for target in heartbeat_receivers(self._topology):
-            namespace = self._topology.namespace(target)
             if target in self._down:
                 errors[target] = self._down[target]
                 continue
             try:
-                found = peek_latest_heartbeats(namespace, entity, environ=self._environ)
-            except SDK_ERRORS as error:
-                errors[target] = describe(error)
-                continue
-            latest[target] = {origin: beat.published for origin, beat in found.items()}
+                latest[target] = self._inspector.latest_heartbeats(target, entity)
+            except SourceUnreadableError as error:
+                errors[target] = str(error)
         reports = []
         for path in paths:
             published = latest.get(path.target, {}).get(path.origin)
@@ -296,8 +208,7 @@ class _Reader:
         return reports
 
     def close(self) -> None:
-        for client in self._clients.values():
-            client.close()
+        self._inspector.close()
 
 
 __all__ = [

@@ -1,34 +1,25 @@
-"""Receive loops that play the Functions host's part for local runs (``python -m replication run``).
+"""The local host's Service Bus receive loops (``python -m replication run``).
 
 In Azure the Functions host reads the source entities and calls the task's function with a
 batch. Locally, where the Functions Core Tools may not be available, these loops do the same
-with the SDKs, with the host's semantics, and never give up:
+with the SDK, with the host's semantics, and never give up (each runs under
+:func:`~replication.runtime.supervise`, which reconnects with backoff and reports the failure
+in the task's :class:`~replication.runtime.TaskStatus`):
 
-- Service Bus (PEEK_LOCK, no prefetch): a batch is completed when the runner returns; when it
-  raises, every message of the batch is abandoned, so the broker redelivers it in order. Locks
-  are renewed while the batch is in flight (:class:`LockKeeper`), as the Functions host does
-  for single messages, so a slow send does not lose them. A message whose body or properties
-  cannot be read is dead-lettered in the source at once with the converter's reason. A
-  settlement that fails (a lock lost anyway) is logged: the broker redelivers that message and
-  the runner's ledger or the target's duplicate detection drops the copy.
-- Event Hubs: one consumer per partition, each in its own thread, so a partition that cannot
-  make progress never holds back another. The position advances only after the runner
-  returned; a failing batch is retried with exponential backoff (5 s to 5 min), like the
-  retry policy of the Functions trigger. An event that cannot be read is parked through the
-  runner (an event hub has no dead-letter queue) with everything that converts
-  (:func:`~replication.transport.eventhubs.salvaged_event`), and the position moves past it.
-  Positions are checkpointed in blob storage when the ``AzureWebJobsStorage`` setting names an
-  account (Azurite locally; see :mod:`replication.transport.eventhubs`); without it a
-  restarted run starts from the beginning of every partition.
-
-Every loop runs under :func:`supervise`: whatever the broker or a message does to it (a
-namespace restart, a dropped connection, an error inside the SDK), it reconnects with backoff
-and reports the failure in the task's :class:`~replication.runtime.TaskStatus`.
+- PEEK_LOCK, no prefetch: a batch is completed when the runner returns; when it raises, every
+  message of the batch is abandoned, so the broker redelivers it in order. Locks are renewed
+  while the batch is in flight (:class:`LockKeeper`), as the Functions host does for single
+  messages, so a slow send does not lose them. A message whose body or properties cannot be
+  read is dead-lettered in the source at once with the converter's reason. A settlement that
+  fails (a lock lost anyway) is logged: the broker redelivers that message and the runner's
+  ledger or the target's duplicate detection drops the copy. This settle step
+  (:func:`_settle_batch`) is the one for both loops below.
+- A session-enabled source is read one session at a time per loop
+  (:func:`run_servicebus_session_source`; the host runs :data:`CONCURRENT_SESSIONS`).
 
 Messages the SDK cannot decode (azure-servicebus 7.15.0, measured against the emulator in
-``tests/e2e/test_poison_messages.py``; azure-eventhub 5.15.1 has the same decoder tables, not
-measured) never reach the converters, because the SDK decodes every transfer inside
-``receive_messages``, before any per-message handling:
+``tests/e2e/test_poison_messages.py``) never reach the converters, because the SDK decodes
+every transfer inside ``receive_messages``, before any per-message handling:
 
 - an application property (or any other section value) of type **char, decimal32 or
   decimal64**: the SDK's decoder has no entry for these constructors (0x73, 0x74, 0x84), the
@@ -42,7 +33,7 @@ measured) never reach the converters, because the SDK decodes every transfer ins
 
 Either way the message stays locked, is redelivered when its lock expires, fails the same way,
 and reaches the dead-letter queue through ``MaxDeliveryCount`` (where reading it fails again).
-The loop survives both: :func:`supervise` reconnects after the error, and a receiver that
+The loop survives both: its supervisor reconnects after the error, and a receiver that
 returns empty at once several times in a row is treated as dead and replaced. Between two
 expiries of the poison message's lock, the other messages flow.
 Messages received together with it on the same link share its fate. Everything else the SDK
@@ -57,19 +48,14 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from azure.eventhub import CheckpointStore, EventData, EventHubConsumerClient, PartitionContext
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
-    AutoLockRenewer,
-    ServiceBusClient,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
     ServiceBusSession,
-    ServiceBusSessionFilter,
-    ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import (
     OperationTimeoutError,
@@ -79,62 +65,20 @@ from azure.servicebus.exceptions import (
 )
 
 from replication.envelope import Envelope
-from replication.exceptions import MessageRejectedError, ReplicationError
-from replication.planning import DeadLetter
-from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe
+from replication.exceptions import MessageRejectedError, ReplicationError, UnreadableTransferError
+from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe, failure_level
+from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceSpec
+from replication.transport.connections import servicebus_client
 
-from .connections import event_hub_client, servicebus_client
-from .eventhubs import envelope_from_event, salvaged_event
-from .servicebus import envelope_from_received
+from ._conversion import envelope_from_received
+from ._receivers import source_receiver
 
 logger = logging.getLogger(__name__)
 
-RETRY_MIN_SECONDS = 5.0
-RETRY_MAX_SECONDS = 300.0
-RECONNECT_MIN_SECONDS = 1.0
-RECONNECT_MAX_SECONDS = 60.0
 RECEIVE_WAIT_SECONDS = 1.0
 DEAD_RECEIVER_EMPTIES = 5
 """Empty receives in a row, each back in under a tenth of the wait, that mark a dead receiver."""
-LOUD_AFTER_FAILURES = 3
-"""Failures in a row after which a task is reported at ERROR: it is not making progress."""
-
-
-def supervise(
-    name: str,
-    loop: Callable[[], None],
-    stop: threading.Event,
-    status: TaskStatus,
-    *,
-    min_delay: float = RECONNECT_MIN_SECONDS,
-    max_delay: float = RECONNECT_MAX_SECONDS,
-) -> None:
-    """Run ``loop`` until ``stop`` is set, restarting it with backoff whenever it fails."""
-    delay = min_delay
-    while not stop.is_set():
-        progress = status.progress
-        try:
-            loop()
-            delay = min_delay
-        except Exception as error:
-            if status.progress != progress or isinstance(error, UnreadableTransferError):
-                # It worked in between (a new incident), or a message broke the receive (the
-                # connection is fine; reconnect at once, before that message's lock expires).
-                delay = min_delay
-            failures = status.record_failure(error, restart=True)
-            level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
-            logger.log(
-                level,
-                "%s: receive loop failed (%d in a row), reconnecting in %.0f s: %s",
-                name,
-                failures,
-                delay,
-                describe(error),
-            )
-            logger.debug("%s: receive loop failure", name, exc_info=True)
-            stop.wait(delay)
-            delay = min(delay * 2, max_delay)
 
 
 def run_servicebus_source(
@@ -144,16 +88,17 @@ def run_servicebus_source(
     stop: threading.Event,
     status: TaskStatus,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     max_batch_size: int = 100,
     lock_renewal_seconds: float = 600.0,
     isolation: Isolation | None = None,
 ) -> None:
     """Receive batches from a queue, subscription or their DLQ until ``stop`` is set (raises
-    when the connection fails; :func:`supervise` restarts it). ``isolation``, kept across
-    restarts, makes the loop receive one message at a time after a receive failed."""
+    when the connection fails; :func:`~replication.runtime.supervise` restarts it).
+    ``isolation``, kept across restarts, makes the loop receive one message at a time after a
+    receive failed."""
     isolation = isolation or Isolation()
-    with servicebus_client(namespace, environ) as client:
+    with servicebus_client(namespace, settings) as client:
         receiver = source_receiver(client, source, wait=1)
         with receiver:
             instant_empties = 0
@@ -194,13 +139,14 @@ def run_servicebus_session_source(
     stop: threading.Event,
     status: TaskStatus,
     *,
-    environ: Mapping[str, str] | None = None,
+    settings: Settings,
     max_batch_size: int = 100,
     lock_renewal_seconds: float = 600.0,
     isolation: Isolation | None = None,
 ) -> None:
     """Receive from a session-enabled queue or subscription, one session at a time, until
-    ``stop`` is set (raises when the connection fails; :func:`supervise` restarts it).
+    ``stop`` is set (raises when the connection fails; :func:`~replication.runtime.supervise`
+    restarts it).
 
     Each turn accepts the next session nobody holds, receives its batches in order until a
     receive waits :data:`SESSION_IDLE_SECONDS` for nothing, and releases it, as the Functions
@@ -213,7 +159,7 @@ def run_servicebus_session_source(
     runs :data:`CONCURRENT_SESSIONS` of these loops per task.
     """
     isolation = isolation or Isolation()
-    with servicebus_client(namespace, environ) as client:
+    with servicebus_client(namespace, settings) as client:
         while not stop.is_set():
             receiver = source_receiver(
                 client, source, wait=SESSION_IDLE_SECONDS, session_id=NEXT_AVAILABLE_SESSION
@@ -292,11 +238,6 @@ def _receive(
     except Exception as error:
         isolation.begin()
         raise UnreadableTransferError(describe(error)) from error
-
-
-class UnreadableTransferError(ReplicationError):
-    """A receive on a working connection failed: the SDK could not decode what it received.
-    Not an outage: :func:`supervise` reconnects without growing its backoff."""
 
 
 class Isolation:
@@ -431,60 +372,6 @@ def _check_alive(asked: float, instant_empties: int) -> int:
     return instant_empties + 1
 
 
-def _receiver(
-    client: ServiceBusClient,
-    entity: str,
-    subscription: str | None,
-    sub_queue: ServiceBusSubQueue | None = None,
-    *,
-    wait: float,
-    auto_lock_renewer: AutoLockRenewer | None = None,
-    session_id: str | ServiceBusSessionFilter | None = None,
-) -> ServiceBusReceiver:
-    """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named; of
-    the session ``session_id`` (or ``NEXT_AVAILABLE_SESSION``) when one is given."""
-    if subscription is not None:
-        return client.get_subscription_receiver(
-            entity,
-            subscription,
-            sub_queue=sub_queue,
-            max_wait_time=wait,
-            prefetch_count=0,
-            auto_lock_renewer=auto_lock_renewer,
-            session_id=session_id,
-        )
-    return client.get_queue_receiver(
-        entity,
-        sub_queue=sub_queue,
-        max_wait_time=wait,
-        prefetch_count=0,
-        auto_lock_renewer=auto_lock_renewer,
-        session_id=session_id,
-    )
-
-
-def source_receiver(
-    client: ServiceBusClient,
-    source: EntityRef,
-    *,
-    wait: float,
-    auto_lock_renewer: AutoLockRenewer | None = None,
-    session_id: str | ServiceBusSessionFilter | None = None,
-) -> ServiceBusReceiver:
-    """A PEEK_LOCK receiver of a task's Service Bus source (or of its dead-letter queue when
-    ``source.dead_letter_queue`` is set), of one session when ``session_id`` is given."""
-    sub_queue = ServiceBusSubQueue.DEAD_LETTER if source.dead_letter_queue else None
-    return _receiver(
-        client,
-        source.entity,
-        source.subscription,
-        sub_queue,
-        wait=wait,
-        auto_lock_renewer=auto_lock_renewer,
-        session_id=session_id,
-    )
-
-
 @dataclasses.dataclass
 class _ServiceBusBatch:
     """A received batch after the runner: what to complete, abandon or dead-letter."""
@@ -529,9 +416,8 @@ def _settle_batch(
         _settle(receiver.dead_letter_message, message, rejection.reason, str(rejection)[:1024])
     if batch.error is not None or batch.outcome is None:
         failures = status.record_failure(batch.error or "no outcome")
-        level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
         logger.log(
-            level,
+            failure_level(failures),
             "%s: batch of %d failed (%d in a row), abandoning for redelivery: %s",
             runner.task.name,
             len(batch.accepted),
@@ -583,175 +469,11 @@ def _log_outcome(runner: TaskRunner, outcome: BatchOutcome) -> None:
     logger.info("%s: %s", runner.task.name, outcome.summary())
 
 
-def run_event_hub_source(
-    namespace: NamespaceSpec,
-    source: EntityRef,
-    runner: TaskRunner,
-    stop: threading.Event,
-    status: TaskStatus,
-    *,
-    environ: Mapping[str, str] | None = None,
-    max_batch_size: int = 100,
-    checkpoints: CheckpointStore | None = None,
-) -> None:
-    """Receive batches from every partition of an event hub until ``stop`` is set, one
-    supervised consumer thread per partition.
-
-    With ``checkpoints``, each partition's position is saved after every batch the runner
-    accepted and a restart resumes there; without, every start reads from the beginning.
-    """
-    with event_hub_client(
-        EventHubConsumerClient,
-        namespace,
-        source.entity,
-        environ,
-        consumer_group=source.consumer_group or "$Default",
-    ) as probe:
-        partitions = probe.get_partition_ids()
-    threads = [
-        threading.Thread(
-            target=supervise,
-            args=(
-                f"{runner.task.name} partition {partition}",
-                lambda partition=partition: _run_partition(
-                    namespace,
-                    source,
-                    partition,
-                    runner,
-                    stop,
-                    status,
-                    environ=environ,
-                    max_batch_size=max_batch_size,
-                    checkpoints=checkpoints,
-                ),
-                stop,
-                status,
-            ),
-            name=f"{runner.task.name}-p{partition}",
-            daemon=True,
-        )
-        for partition in partitions
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-
-def _run_partition(
-    namespace: NamespaceSpec,
-    source: EntityRef,
-    partition: str,
-    runner: TaskRunner,
-    stop: threading.Event,
-    status: TaskStatus,
-    *,
-    environ: Mapping[str, str] | None,
-    max_batch_size: int,
-    checkpoints: CheckpointStore | None,
-) -> None:
-    consumer = event_hub_client(
-        EventHubConsumerClient,
-        namespace,
-        source.entity,
-        environ,
-        consumer_group=source.consumer_group or "$Default",
-        checkpoint_store=checkpoints,
-    )
-    failure: list[BaseException] = []
-
-    def on_batch(context: PartitionContext, events: list[EventData]) -> None:
-        if not events:
-            status.touch()
-        else:
-            _handle_event_batch(context, events, source, runner, stop, status, checkpoints)
-
-    def on_error(_context: PartitionContext | None, error: Exception) -> None:
-        failure.append(error)
-
-    worker = threading.Thread(
-        target=consumer.receive_batch,
-        kwargs={
-            "on_event_batch": on_batch,
-            "on_error": on_error,
-            "partition_id": partition,
-            "max_batch_size": max_batch_size,
-            "max_wait_time": 1,
-            "starting_position": "-1",
-        },
-        daemon=True,
-    )
-    worker.start()
-    try:
-        while not stop.wait(1):
-            if failure:
-                raise failure.pop()
-            if not worker.is_alive():
-                raise ConnectionError(f"partition {partition}: the consumer stopped")
-    finally:
-        consumer.close()
-        worker.join(timeout=10)
-
-
-def _handle_event_batch(
-    context: PartitionContext,
-    events: list[EventData],
-    source: EntityRef,
-    runner: TaskRunner,
-    stop: threading.Event,
-    status: TaskStatus,
-    checkpoints: CheckpointStore | None,
-) -> None:
-    envelopes: list[Envelope] = []
-    unreadable: list[DeadLetter] = []
-    for event in events:
-        try:
-            envelopes.append(
-                envelope_from_event(event, context.partition_id, source=source.entity_path)
-            )
-        except Exception as error:  # whatever the event holds, it must not block the partition
-            unreadable.append(
-                DeadLetter(
-                    salvaged_event(event, context.partition_id, source=source.entity_path),
-                    getattr(error, "reason", "UnreadableEvent"),
-                    describe(error),
-                )
-            )
-    delay = RETRY_MIN_SECONDS
-    while not stop.is_set():
-        try:
-            if unreadable:
-                runner.park(unreadable)
-                unreadable = []
-            outcome = runner.run(envelopes)
-        except Exception as error:
-            failures = status.record_failure(error)
-            level = logging.ERROR if failures >= LOUD_AFTER_FAILURES else logging.WARNING
-            logger.log(
-                level,
-                "%s: partition %s: batch failed (%d in a row), retry in %.0f s: %s",
-                runner.task.name,
-                context.partition_id,
-                failures,
-                delay,
-                describe(error),
-            )
-            stop.wait(delay)
-            delay = min(delay * 2, RETRY_MAX_SECONDS)
-            continue
-        if checkpoints is not None:
-            context.update_checkpoint(events[-1])
-        parked = len(outcome.dead_lettered) + len(events) - len(envelopes)
-        status.record(len(events), parked=parked)
-        _log_outcome(runner, outcome)
-        return
-
-
 __all__ = [
+    "CONCURRENT_SESSIONS",
+    "SESSION_IDLE_SECONDS",
     "Isolation",
-    "UnreadableTransferError",
-    "run_event_hub_source",
+    "LockKeeper",
+    "run_servicebus_session_source",
     "run_servicebus_source",
-    "source_receiver",
-    "supervise",
 ]

@@ -1,0 +1,181 @@
+"""The app settings, read once at start into one typed object.
+
+Every setting the library reads, by the name it has in the Function app's configuration (and in
+the environment of a local run):
+
+========================================  ===================================================
+``REPLICATION_TOPOLOGY``                  the topology file (default ``topology.json``)
+``REPLICATION_TELEMETRY``                 ``off`` (``false``, ``0``, ``no``, ``none``,
+                                          ``disabled``) switches metrics and traces off;
+                                          ``console`` prints them in local runs
+``APPLICATIONINSIGHTS_CONNECTION_STRING`` the Function app exports to Application Insights
+``OTEL_EXPORTER_OTLP_ENDPOINT``           local runs export over OTLP/HTTP
+``REPLICATION_KEY_VAULT_URI``             a vault for the namespaces' ``keyVaultSecret``
+``REPLICATION_CHECKPOINT_CONTAINER``      the blob container of local Event Hubs checkpoints
+``AzureWebJobsStorage``                   the storage account of those checkpoints (a
+                                          connection string, or ``__blobServiceUri`` /
+                                          ``__accountName`` with ``__credential`` /
+                                          ``__clientId``)
+``<connection>`` and ``<connection>__*``  one namespace's access, per ``connection`` prefix of
+                                          the topology (see :mod:`replication.transport.
+                                          connections`)
+========================================  ===================================================
+
+The connection prefixes come from the topology: :meth:`Settings.from_environ` reads the ones it
+is given (``Topology.connections``). A value is never logged or repeated in an error (the
+secrets are :class:`~pydantic.SecretStr`); an error names the setting. Hosts read the settings
+once when they start (the Function app when the host indexes it, the local host when it is
+built) and hand this object down; nothing below them reads the environment.
+
+Pydantic (already the topology's validator) rather than ``pydantic-settings``: the sources are
+one mapping, and the per-namespace names come from the topology, not from the model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from replication.exceptions import ConfigurationError
+
+TOPOLOGY_SETTING = "REPLICATION_TOPOLOGY"
+DEFAULT_TOPOLOGY_PATH = "topology.json"
+TELEMETRY_SETTING = "REPLICATION_TELEMETRY"
+CONNECTION_STRING_SETTING = "APPLICATIONINSIGHTS_CONNECTION_STRING"
+OTLP_ENDPOINT_SETTING = "OTEL_EXPORTER_OTLP_ENDPOINT"
+KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
+STORAGE_SETTING = "AzureWebJobsStorage"
+CONTAINER_SETTING = "REPLICATION_CHECKPOINT_CONTAINER"
+DEFAULT_CONTAINER = "replication-checkpoints"
+
+OFF_VALUES = frozenset({"off", "false", "0", "no", "none", "disabled"})
+CONSOLE = "console"
+
+
+def telemetry_on(value: str) -> bool:
+    """Whether a ``REPLICATION_TELEMETRY`` value leaves telemetry on (the default)."""
+    return value.strip().lower() not in OFF_VALUES
+
+
+class Connection(BaseModel):
+    """The settings of one connection prefix (``SB_WEU``, ``AzureWebJobsStorage``): a
+    connection string, or identity-based access by the Functions host's own setting names
+    ("Configure connections to remote services in Azure Functions")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """The prefix itself: the setting that holds a connection string."""
+    connection_string: SecretStr | None = None
+    fully_qualified_namespace: str | None = None
+    """``<prefix>__fullyQualifiedNamespace``"""
+    credential: str | None = None
+    """``<prefix>__credential`` (``managedidentity``)"""
+    client_id: str | None = None
+    """``<prefix>__clientId``: a user-assigned managed identity"""
+    blob_service_uri: str | None = None
+    """``<prefix>__blobServiceUri`` (storage)"""
+    account_name: str | None = None
+    """``<prefix>__accountName`` (storage)"""
+
+    @classmethod
+    def read(cls, name: str, environ: Mapping[str, str]) -> Connection:
+        def value(suffix: str) -> str | None:
+            return environ.get(f"{name}__{suffix}") or None
+
+        secret = environ.get(name) or None
+        return cls(
+            name=name,
+            connection_string=SecretStr(secret) if secret else None,
+            fully_qualified_namespace=value("fullyQualifiedNamespace"),
+            credential=value("credential"),
+            client_id=value("clientId"),
+            blob_service_uri=value("blobServiceUri"),
+            account_name=value("accountName"),
+        )
+
+    def secret(self) -> str | None:
+        """The connection string (never log it: it holds a key)."""
+        return self.connection_string.get_secret_value() if self.connection_string else None
+
+
+class Settings(BaseModel):
+    """The library's app settings (see the module docstring); build with :meth:`from_environ`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    topology: str = DEFAULT_TOPOLOGY_PATH
+    telemetry: str = ""
+    """``REPLICATION_TELEMETRY`` as set (see :attr:`telemetry_enabled`)."""
+    app_insights_connection_string: SecretStr | None = None
+    otlp_endpoint: str | None = None
+    key_vault_uri: str | None = None
+    checkpoint_container: str = DEFAULT_CONTAINER
+    storage: Connection = Connection(name=STORAGE_SETTING)
+    connections: Mapping[str, Connection] = {}
+
+    @classmethod
+    def from_environ(
+        cls, environ: Mapping[str, str] | None = None, *, connections: Iterable[str] = ()
+    ) -> Settings:
+        """The settings in ``environ`` (default: the process environment), with the
+        ``connections`` prefixes (``Topology.connections``) read too."""
+        source = os.environ if environ is None else environ
+        connection_string = source.get(CONNECTION_STRING_SETTING) or None
+        return cls(
+            topology=source.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH),
+            telemetry=source.get(TELEMETRY_SETTING, ""),
+            app_insights_connection_string=(
+                SecretStr(connection_string) if connection_string else None
+            ),
+            otlp_endpoint=source.get(OTLP_ENDPOINT_SETTING) or None,
+            key_vault_uri=source.get(KEY_VAULT_URI_SETTING) or None,
+            checkpoint_container=source.get(CONTAINER_SETTING, DEFAULT_CONTAINER),
+            storage=Connection.read(STORAGE_SETTING, source),
+            connections={name: Connection.read(name, source) for name in connections},
+        )
+
+    @property
+    def telemetry_enabled(self) -> bool:
+        """False when ``REPLICATION_TELEMETRY`` says off; on by default."""
+        return telemetry_on(self.telemetry)
+
+    @property
+    def telemetry_console(self) -> bool:
+        """``REPLICATION_TELEMETRY=console``: local runs print metrics and spans."""
+        return self.telemetry.strip().lower() == CONSOLE
+
+    def connection(self, name: str) -> Connection:
+        """The settings of connection prefix ``name``, as read at start.
+
+        Raises:
+            ConfigurationError: ``name`` was not among the prefixes read (a namespace that is
+                not in the topology the settings were read for).
+        """
+        try:
+            return self.connections[name]
+        except KeyError:
+            raise ConfigurationError(
+                f"connection '{name}' was not read at start (known: "
+                f"{', '.join(sorted(self.connections)) or 'none'})",
+                source=f"app setting {name}",
+            ) from None
+
+
+__all__ = [
+    "CONNECTION_STRING_SETTING",
+    "CONTAINER_SETTING",
+    "DEFAULT_CONTAINER",
+    "DEFAULT_TOPOLOGY_PATH",
+    "KEY_VAULT_URI_SETTING",
+    "OFF_VALUES",
+    "OTLP_ENDPOINT_SETTING",
+    "STORAGE_SETTING",
+    "TELEMETRY_SETTING",
+    "TOPOLOGY_SETTING",
+    "Connection",
+    "Settings",
+    "telemetry_on",
+]

@@ -1,0 +1,111 @@
+"""Service Bus receivers of a queue or subscription, and reading one without settling anything.
+
+Every part of the project that reads a Service Bus entity (the local host's receive loops, the
+heartbeat reader, ``status``, ``redrive``, the Function app's re-read of a batch) builds its
+receiver here:
+
+- :func:`entity_receiver`: a PEEK_LOCK receiver without prefetch of a queue, or of a topic's
+  subscription when one is named, or of either's dead-letter queue; of one session (or the
+  next available one) when asked. Without prefetch, a message is locked only when the caller
+  asks for it, so nothing waits locked in a buffer while a batch is being replicated.
+- :func:`source_receiver`: the same for a task's source (an :class:`EntityRef`).
+- :func:`peek_pages`: every message from a sequence number on, page by page, by peeking: no
+  lock is taken and no delivery is counted, locked and scheduled messages included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from azure.servicebus import (
+    AutoLockRenewer,
+    ServiceBusClient,
+    ServiceBusReceivedMessage,
+    ServiceBusReceiver,
+    ServiceBusSessionFilter,
+    ServiceBusSubQueue,
+)
+
+from replication.topology import EntityRef
+
+PEEK_PAGE = 250
+"""Messages asked for per peek by :func:`peek_pages`."""
+
+
+def entity_receiver(
+    client: ServiceBusClient,
+    entity: str,
+    subscription: str | None = None,
+    *,
+    dead_letter: bool = False,
+    wait: float | None = None,
+    auto_lock_renewer: AutoLockRenewer | None = None,
+    session_id: str | ServiceBusSessionFilter | None = None,
+) -> ServiceBusReceiver:
+    """A PEEK_LOCK receiver without prefetch of a queue, or of a topic's subscription when one
+    is named (of its dead-letter queue with ``dead_letter``); of the session ``session_id``, or
+    ``NEXT_AVAILABLE_SESSION``, when one is given. ``wait``: the SDK's ``max_wait_time``."""
+    sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
+    if subscription is not None:
+        return client.get_subscription_receiver(
+            entity,
+            subscription,
+            sub_queue=sub_queue,
+            max_wait_time=wait,
+            prefetch_count=0,
+            auto_lock_renewer=auto_lock_renewer,
+            session_id=session_id,
+        )
+    return client.get_queue_receiver(
+        entity,
+        sub_queue=sub_queue,
+        max_wait_time=wait,
+        prefetch_count=0,
+        auto_lock_renewer=auto_lock_renewer,
+        session_id=session_id,
+    )
+
+
+def source_receiver(
+    client: ServiceBusClient,
+    source: EntityRef,
+    *,
+    wait: float | None,
+    auto_lock_renewer: AutoLockRenewer | None = None,
+    session_id: str | ServiceBusSessionFilter | None = None,
+) -> ServiceBusReceiver:
+    """A PEEK_LOCK receiver of a task's Service Bus source (or of its dead-letter queue when
+    ``source.dead_letter_queue`` is set), of one session when ``session_id`` is given."""
+    return entity_receiver(
+        client,
+        source.entity,
+        source.subscription,
+        dead_letter=source.dead_letter_queue,
+        wait=wait,
+        auto_lock_renewer=auto_lock_renewer,
+        session_id=session_id,
+    )
+
+
+def peek_pages(
+    receiver: ServiceBusReceiver,
+    *,
+    start: int = 0,
+    limit: int | None = None,
+    page_size: int = PEEK_PAGE,
+) -> Iterator[list[ServiceBusReceivedMessage]]:
+    """The messages of ``receiver``'s entity from sequence number ``start`` on, one page per
+    peek, until a peek finds nothing or ``limit`` messages were returned (the pages never add up
+    to more). Peeking locks nothing and counts no delivery."""
+    seen = 0
+    while limit is None or seen < limit:
+        count = page_size if limit is None else min(page_size, limit - seen)
+        page = receiver.peek_messages(max_message_count=count, sequence_number=start)
+        if not page:
+            return
+        seen += len(page)
+        start = max(message.sequence_number or 0 for message in page) + 1
+        yield page
+
+
+__all__ = ["PEEK_PAGE", "entity_receiver", "peek_pages", "source_receiver"]

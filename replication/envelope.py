@@ -129,6 +129,30 @@ class Envelope:
         return total
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PropertyUpdate:
+    """Application properties to set on, and remove from, every envelope of one send.
+
+    The send span's trace context (``traceparent``, ``Diagnostic-Id``, and ``tracestate`` or
+    none) travels this way from the telemetry to the senders, which write it while they build
+    each SDK message, where the properties are copied anyway, instead of copying every envelope
+    first (see ``TargetSender.send`` in :mod:`replication.runtime`).
+    """
+
+    values: Mapping[str, PropertyValue]
+    remove: tuple[str, ...] = ()
+
+    def apply(self, properties: dict[str, Any]) -> None:
+        """Update ``properties`` in place: the removals first, then the values."""
+        for key in self.remove:
+            properties.pop(key, None)
+        properties.update(self.values)
+
+    def applied(self, envelope: Envelope) -> Envelope:
+        """``envelope`` as sent with this update."""
+        return envelope.with_properties(self.values, remove=self.remove)
+
+
 def _envelope_from_fields(fields: dict[str, Any]) -> Envelope:
     return Envelope(**fields)
 
@@ -200,6 +224,7 @@ __all__ = [
     "MAX_MESSAGE_ID_LENGTH",
     "MESSAGE_FIELDS",
     "Envelope",
+    "PropertyUpdate",
     "PropertyValue",
     "position_message_id",
 ]

@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
+from replication.envelope import PropertyUpdate
 from replication.exceptions import UnsupportedPropertyError
 
 INT32 = range(-(2**31), 2**31)
@@ -151,9 +152,12 @@ def _typed(key: str, value: Any) -> Any:
     return _value(key, value)
 
 
-def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
+def sdk_properties(
+    properties: Mapping[str, Any], update: PropertyUpdate | None = None
+) -> dict[str | bytes, Any]:
     """Application properties ready for ``ServiceBusMessage`` / ``EventData``: a new dict whose
-    values are typed where the SDK's default encoding would change or refuse them.
+    values are typed where the SDK's default encoding would change or refuse them, with
+    ``update`` applied (the send's trace context).
 
     Raises:
         UnsupportedPropertyError: a value no AMQP simple type can carry (see the module docstring).
@@ -163,6 +167,11 @@ def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
         key: value if type(value) in _AS_IS else _typed(key, value)
         for key, value in properties.items()
     }
+    if update is not None:
+        update.apply(typed)
+        for key, value in update.values.items():
+            if type(value) not in _AS_IS:
+                typed[key] = _typed(key, value)
     return cast("dict[str | bytes, Any]", typed)
 
 

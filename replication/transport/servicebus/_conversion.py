@@ -21,7 +21,12 @@ from types import MappingProxyType
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
-from replication.envelope import MAX_MESSAGE_ID_LENGTH, Envelope, position_message_id
+from replication.envelope import (
+    MAX_MESSAGE_ID_LENGTH,
+    Envelope,
+    PropertyUpdate,
+    position_message_id,
+)
 from replication.transport._common import body_bytes, text
 from replication.transport._properties import decode_properties, sdk_properties
 
@@ -80,14 +85,17 @@ def replica_ids(envelope: Envelope) -> tuple[str | None, str | None, str | None]
     return message_id, session_id, partition_key
 
 
-def to_servicebus_message(envelope: Envelope) -> ServiceBusMessage:
-    """The ``ServiceBusMessage`` replica of ``envelope`` (broker facts are not copied).
+def to_servicebus_message(
+    envelope: Envelope, update: PropertyUpdate | None = None
+) -> ServiceBusMessage:
+    """The ``ServiceBusMessage`` replica of ``envelope`` (broker facts are not copied), its
+    application properties with ``update`` applied.
 
     Raises:
         UnsupportedPropertyError: an application property no AMQP simple type can carry.
     """
     message_id, session_id, partition_key = replica_ids(envelope)
-    properties = sdk_properties(envelope.application_properties)
+    properties = sdk_properties(envelope.application_properties, update)
     return ServiceBusMessage(
         body=envelope.body,
         application_properties=properties or None,

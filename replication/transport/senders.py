@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from azure.eventhub import EventHubProducerClient
 from azure.servicebus import ServiceBusClient
 from azure.servicebus.exceptions import MessageSizeExceededError
 
@@ -30,8 +29,12 @@ from replication.topology import (
 
 from .connections import event_hub_client, servicebus_client
 from .errors import translate
-from .eventhubs import to_event_data
 from .servicebus import ServiceBusPeeker, replica_ids, to_servicebus_message
+
+if TYPE_CHECKING:
+    # azure-eventhub (with this package's Event Hubs adapters) is imported where an event hub
+    # is a target: a topology of Service Bus namespaces only does not load it.
+    from azure.eventhub import EventHubProducerClient
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -243,6 +246,8 @@ class EventHubTargetSender:
         timeout: float | None,
         update: PropertyUpdate | None,
     ) -> None:
+        from .eventhubs import to_event_data  # loaded with the producer (see the imports)
+
         partition_key = key if isinstance(key, str) else None
         fill_batches(
             [(index, envelope, to_event_data(envelope, update)) for index, envelope in group],
@@ -317,6 +322,8 @@ class SenderFactory:
     def _create(self, namespace: NamespaceSpec, entity: str) -> Any:
         label = f"{namespace.name}/{entity}"
         if namespace.kind is NamespaceKind.EVENTHUBS:
+            from azure.eventhub import EventHubProducerClient
+
             producer = event_hub_client(
                 EventHubProducerClient, namespace, entity, self._settings, **SENDER_RETRIES
             )

@@ -626,8 +626,8 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
             variants[kind] = found
         everything = [v for kind in kinds for v in variants[kind]]
         runs: dict[str, list[Run]] = {f"{v.kind}/{v.label}": [] for v in everything}
-        for variant in everything:  # warm-up: .pyc files, page cache
-            if variant.label in ("bare SDK loop", "local host"):
+        for variant in everything:  # warm-up: .pyc files (each checkout's), page cache
+            if variant.label in ("bare SDK loop", "local host", "local host (base)"):
                 one_run(variant, topologies[variant.kind], min(args.messages, 500))
         for index in range(args.rounds):
             turn = index % len(everything)

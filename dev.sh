@@ -260,30 +260,61 @@ host_tier() {
         "$HOST_VENV/bin/python" -m pytest --confcutdir=tests/host -p no:cacheprovider tests/host
 }
 
-setup_tests() {
-    # The four Python environments are independent of each other: they are installed side by
-    # side (pip mostly waits on downloads and disk), while Java and Node.js, which may need
-    # apt-get and its single lock, are installed one after the other in the foreground. Each
-    # background install's output is shown when it ends; any failure fails the setup.
-    local logs name status=0
-    logs=$(mktemp -d)
-    declare -A pids=()
-    ensure_venv > "$logs/venv.log" 2>&1 & pids[venv]=$!
-    ensure_host_venv > "$logs/host.log" 2>&1 & pids[host]=$!
-    ensure_tool_venv .venv-azcli requirements-azcli.txt > "$logs/azcli.log" 2>&1 & pids[azcli]=$!
-    ensure_tool_venv .venv-checkov requirements-checkov.txt > "$logs/checkov.log" 2>&1 &
-    pids[checkov]=$!
-    ensure_java
-    ensure_node_tools
-    for name in venv host azcli checkov; do
-        if ! wait "${pids[$name]}"; then
-            status=1
-            log "setup of $name failed:"
-        fi
-        cat "$logs/$name.log" >&2
+# Which environment each test tier needs beyond .venv, Java and Node.js (installed first).
+# They install in the background while ruff, mypy and the first tiers run.
+BACKGROUND_SETUPS=(host azcli checkov)
+
+start_background_setups() {
+    # One background job per environment; each writes its exit status to $RESULTS/setup-NAME
+    # when it ends (lanes are subshells, which cannot `wait` for their parent's jobs).
+    local name
+    for name in "${BACKGROUND_SETUPS[@]}"; do
+        (
+            status=0
+            case "$name" in
+                host) ensure_host_venv ;;
+                azcli) ensure_tool_venv .venv-azcli requirements-azcli.txt ;;
+                checkov) ensure_tool_venv .venv-checkov requirements-checkov.txt ;;
+            esac > "$RESULTS/setup-$name.log" 2>&1 || status=$?
+            echo "$status" > "$RESULTS/setup-$name"
+        ) &
     done
-    rm -rf "$logs"
+}
+
+wait_for_setups() {
+    # wait_for_setups NAME...: block until those background setups ended; fail (showing the
+    # setup's output) when one failed.
+    local name status=0
+    for name in "$@"; do
+        while [ ! -f "$RESULTS/setup-$name" ]; do sleep 1; done
+        if [ "$(cat "$RESULTS/setup-$name")" != 0 ]; then
+            cat "$RESULTS/setup-$name.log" >&2
+            log "setup of $name failed"
+            status=1
+        fi
+    done
     return "$status"
+}
+
+lane() {
+    # lane TIER...: run the tiers one after another, each tier's output kept in a file and shown
+    # whole when the tier ends (two lanes run side by side; flock keeps their output apart).
+    # Each tier's time and status go to $RESULTS/times, failures to $RESULTS/failed.
+    local tier started status
+    for tier in "$@"; do
+        started=$SECONDS
+        status=0
+        case "$tier" in
+            tools) { wait_for_setups azcli checkov && pytest_tier tools "${TIER_ARGS[@]}"; } ;;
+            host) { wait_for_setups host && host_tier; } ;;
+            *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;
+        esac > "$RESULTS/$tier.log" 2>&1 || status=$?
+        (
+            flock 9
+            cat "$RESULTS/$tier.log" >&2
+            printf '%s %d %d\n' "$tier" $((SECONDS - started)) "$status" >> "$RESULTS/times"
+        ) 9> "$RESULTS/output.lock"
+    done
 }
 
 run_check() {
@@ -297,19 +328,48 @@ run_check() {
 
 run_tests() {
     # Everything CI runs; arguments go to each tier's pytest (not to the host tier's).
+    #
+    # .venv, Java and Node.js are installed first; the host, Azure CLI and checkov environments
+    # install in the background meanwhile. Then two lanes of tiers run side by side: most tiers
+    # spend their time waiting (on the emulators' wire, on lock expiry and the outages the fault
+    # tests cause, on Java and the worker starting), not computing, so a 2-core machine runs two
+    # at once in little more than the longer lane's time. The CPU-heavy tiers (fast, spark,
+    # tools) share one lane; the wire-bound ones (emulator, faults, samples) the other.
     trap print_step_times EXIT
-    timed setup setup_tests
+    RESULTS=$(mktemp -d)
+    TIER_ARGS=("$@")
+    timed setup setup_foreground
+    start_background_setups
     timed ruff lint
     timed mypy typecheck
-    local name
-    for name in fast emulator faults spark samples tools; do
-        tier "$name" pytest_tier "$name" "$@"
+    local started=$SECONDS tier seconds status
+    lane emulator faults samples &
+    local wire=$!
+    lane fast spark tools host &
+    local cpu=$!
+    wait "$wire" "$cpu" || true
+    while read -r tier seconds status; do
+        STEP_TIMES+=("$(printf '%-9s %5d s' "$tier" "$seconds")$(
+            [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
+        [ "$status" -eq 0 ] || FAILED_TIERS+=("$tier")
+    done < "$RESULTS/times"
+    STEP_TIMES+=("$(printf '%-9s %5d s  (emulator faults samples | fast spark tools host)' \
+        tiers $((SECONDS - started)))")
+    local expected=(emulator faults samples fast spark tools host)
+    for tier in "${expected[@]}"; do
+        grep -q "^$tier " "$RESULTS/times" || FAILED_TIERS+=("$tier (did not run)")
     done
-    tier host host_tier
+    rm -rf "$RESULTS"
     if [ "${#FAILED_TIERS[@]}" -gt 0 ]; then
         log "failed tiers: ${FAILED_TIERS[*]}"
         return 1
     fi
+}
+
+setup_foreground() {
+    ensure_venv
+    ensure_java
+    ensure_node_tools
 }
 
 run_bench() {

@@ -161,7 +161,18 @@ def run_servicebus_session_source(
     runs :data:`CONCURRENT_SESSIONS` of these loops per task.
     """
     isolation = isolation or Isolation()
-    with servicebus_client(namespace, settings) as client, LockRenewer() as renewer:
+    # "No session is free" is Service Bus's answer to the attach itself (the detach carries
+    # com.microsoft:timeout after the receiver's max_wait_time), and the SDK retries a timed-out
+    # open like a failure: three more attempts with back-off, about 19 s in which this loop
+    # takes no new session. The receiver's retries cannot be set apart from its client's
+    # (get_queue_receiver passes the client's retry_total itself), so this loop's client
+    # retries nothing: "no session" comes back after one wait, and any other failure (a
+    # settlement, a renewal) ends the turn, which the supervisor restarts; the batch comes back
+    # with the session and the runner's ledger keeps it from being sent twice.
+    with (
+        servicebus_client(namespace, settings, retry_total=0) as client,
+        LockRenewer() as renewer,
+    ):
         while not stop.is_set():
             receiver = source_receiver(
                 client, source, wait=SESSION_IDLE_SECONDS, session_id=NEXT_AVAILABLE_SESSION
@@ -210,8 +221,9 @@ def _drain_session(
         try:
             messages = _receive(receiver, isolation, max_batch_size, SESSION_IDLE_SECONDS)
         except OperationTimeoutError:
-            # The link attached without a session and then timed out (the SDK reports "no
-            # session available" from the first receive, not from opening the receiver).
+            # Service Bus answers "no session" at the attach (handled when the receiver is
+            # opened); a receive that times out after the session was accepted ends the turn
+            # the same way.
             _no_session(receiver, status)
             return
         if not messages:

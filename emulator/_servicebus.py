@@ -20,7 +20,7 @@ from typing import Any, assert_never
 from proton import Message, symbol
 
 from replication.envelope import Envelope
-from replication.sql import SqlEvaluationError, SqlFilter, SqlRuleAction
+from replication.sql import CorrelationFilter, SqlEvaluationError, SqlFilter, SqlRuleAction
 
 from ._codec import text, with_header
 from ._message import BrokerMessage
@@ -565,22 +565,18 @@ class Topic:
         return apply_envelope(message, envelope, result)
 
 
+_CORRELATION_FIELDS = {
+    "CorrelationId": "correlation_id", "MessageId": "message_id", "To": "to",
+    "ReplyTo": "reply_to", "Label": "subject", "Subject": "subject", "SessionId": "session_id",
+    "ReplyToSessionId": "reply_to_session_id", "ContentType": "content_type",
+}  # fmt: skip
+"""The emulator config's correlation filter keys and the envelope fields they name."""
+
+
 def correlation_matcher(spec: dict[str, Any]) -> Callable[[Envelope], bool]:
-    """A correlation filter: every given system field and property must be equal."""
-    fields = {
-        "CorrelationId": "correlation_id", "MessageId": "message_id", "To": "to",
-        "ReplyTo": "reply_to", "Label": "subject", "Subject": "subject", "SessionId": "session_id",
-        "ReplyToSessionId": "reply_to_session_id", "ContentType": "content_type",
-    }  # fmt: skip
-    wanted = {fields[k]: v for k, v in spec.items() if k in fields}
-    properties = dict(spec.get("Properties") or {})
-
-    def matches(envelope: Envelope) -> bool:
-        if any(getattr(envelope, field) != value for field, value in wanted.items()):
-            return False
-        return all(envelope.application_properties.get(k) == v for k, v in properties.items())
-
-    return matches
+    """A correlation filter from the emulator config's ``CorrelationFilter`` object."""
+    fields = {_CORRELATION_FIELDS[k]: v for k, v in spec.items() if k in _CORRELATION_FIELDS}
+    return CorrelationFilter(fields, dict(spec.get("Properties") or {})).matches
 
 
 STANDARD_MAX_MESSAGE_SIZE = 256 * 1024

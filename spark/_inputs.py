@@ -105,10 +105,14 @@ def read_inputs(spark: SparkSession, inputs: dict[str, str], fmt: str) -> DataFr
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)
-    # A replica a user transform gave a MessageId of its own carries its original's id in
-    # repl-origin-message-id: the audit counts it as a copy of that message.
-    original = F.coalesce(F.col(PROPERTIES)[REPL_ORIGIN_MESSAGE_ID], F.col(MESSAGE_ID))
-    return union.withColumn(MESSAGE_ID, original).select(*RECORD_COLUMNS)
+    return union.withColumn(MESSAGE_ID, original_message_id()).select(*RECORD_COLUMNS)
+
+
+def original_message_id() -> Column:
+    """The id a copy is audited by: a replica a user transform gave a MessageId of its own
+    carries its original's id in ``repl-origin-message-id`` and counts as a copy of that
+    message."""
+    return F.coalesce(F.col(PROPERTIES)[REPL_ORIGIN_MESSAGE_ID], F.col(MESSAGE_ID))
 
 
 # ---------------------------------------------------------------- Event Hubs Capture (Avro)

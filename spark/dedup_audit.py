@@ -1,7 +1,8 @@
 """Duplicate audit of replicated messages across regions.
 
     dedup_audit --input REGION=PATH [--input REGION=PATH ...] --format json|parquet|capture
-                --watermark "30 seconds" --output DIR [--expect SRC:DST ...] [--streaming]
+                --watermark "30 seconds" --output DIR [--expect SRC:DST ...]
+                [--streaming [--topology topology.json]]
 
 Runs unchanged as ``spark-submit spark/dedup_audit.py ...`` (ship the ``replication`` package
 with ``--py-files``, see spark/README.md) and as ``python -m spark.dedup_audit ...`` (local
@@ -18,6 +19,7 @@ import argparse
 import json
 import logging
 import re
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -34,14 +36,19 @@ if __package__ in (None, ""):
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from replication.exceptions import ConfigurationError
 from replication.exit_codes import ExitCode
 from spark import _audit as audit
 from spark._html import render
 from spark._inputs import InputError, read_inputs
 from spark._schema import MESSAGE_ID
-from spark._streaming import deduplicate_stream
+from spark._streaming import deduplicate_stream, stream_watermark
 
 logger = logging.getLogger("spark.dedup_audit")
+
+DEFAULT_WATERMARK = "30 seconds"
+"""How far apart in their own enqueue times copies may be before they count as late (and a
+replica before its origin as clock skew), unless ``--watermark`` says otherwise."""
 
 _UNITS = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
@@ -201,12 +208,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="dedup_audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", action="append", required=True, metavar="REGION=PATH")
     parser.add_argument("--format", choices=["json", "parquet", "capture"], default="json")
-    parser.add_argument("--watermark", default="30 seconds")
+    parser.add_argument(
+        "--watermark",
+        help="how far apart copies may be: 30 seconds unless given; --streaming: see --topology",
+    )
     parser.add_argument("--output", required=True, metavar="DIR")
     parser.add_argument("--expect", action="append", default=[], metavar="SRC:DST")
     parser.add_argument("--streaming", action="store_true")
+    parser.add_argument(
+        "--topology",
+        metavar="FILE",
+        help="--streaming without --watermark: watermark the stream on the longest "
+        "retry.outageTolerance of this topology (default: the default tolerance, 1 hour)",
+    )
     parser.add_argument("--master", help="Spark master when none is configured (local[*])")
     args = parser.parse_args(argv)
+    if args.topology and not args.streaming:
+        parser.error("--topology sets the watermark of --streaming; add --streaming")
     inputs: dict[str, str] = {}
     for item in args.input:
         region, sep, path = item.partition("=")
@@ -224,7 +242,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error(f"--expect {item!r}: expected SRC:DST with regions from --input")
         expect.append((source, target))
     try:
-        args.watermark_seconds = watermark_seconds(args.watermark)
+        args.watermark_seconds = watermark_seconds(args.watermark or DEFAULT_WATERMARK)
     except argparse.ArgumentTypeError as error:
         parser.error(str(error))
     args.inputs, args.expect_pairs = inputs, expect
@@ -236,6 +254,18 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     args = parse_args(argv)
+    if args.streaming:
+        try:
+            explicit = args.watermark_seconds if args.watermark else None
+            args.stream_watermark = stream_watermark(explicit, args.topology)
+        except ConfigurationError as error:
+            logger.error("%s", error)
+            return ExitCode.CONFIGURATION
+        logger.info(
+            "streaming: watermark %s on the origin's enqueue time (%s)",
+            args.stream_watermark.delay,
+            args.stream_watermark.source,
+        )
     builder = SparkSession.builder.appName("replication-dedup-audit")
     if args.master:
         builder = builder.master(args.master)
@@ -262,14 +292,20 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.CONFIGURATION
     if args.streaming:
         stream_output = str(output / "stream_unique")
+        checkpoint = output / "stream_checkpoint"
+        # Each audit streams its inputs from the start: a checkpoint left by an earlier run
+        # would resume after the files that run read, and report on its output instead.
+        for stale in (Path(stream_output), checkpoint):
+            shutil.rmtree(stale, ignore_errors=True)
         stats = deduplicate_stream(
-            spark, args.inputs, args.format, args.watermark, stream_output,
-            str(output / "stream_checkpoint"),
+            spark, args.inputs, args.format, args.stream_watermark.spark_interval,
+            stream_output, str(checkpoint),
         )  # fmt: skip
         streamed = spark.read.parquet(stream_output)
         extra = streamed.count() - streamed.select(MESSAGE_ID).distinct().count()
         result.report["late_records"] = extra + stats.dropped_by_watermark
         result.report["streaming"] = {
+            "watermark_seconds": args.stream_watermark.delay.total_seconds(),
             "micro_batches": stats.batches,
             "max_state_rows": stats.max_state_rows,
             "dropped_by_watermark": stats.dropped_by_watermark,

@@ -9,7 +9,8 @@ in memory), with the brokers' side added, because that is where the cost is:
   without rules has Service Bus's ``$Default`` TrueFilter: one evaluation), with the topology's
   real SQL and correlation filters, and lands, after the matching rules' actions, in each
   subscription that selects it, where it is *received* once: by the task that reads that
-  subscription, or by the application that does;
+  subscription, or by the application that does (except a heartbeat topic's
+  ``heartbeat-status``, which nobody receives from: its messages expire, ``status`` peeks it);
 - a copy sent to a queue is received once; one sent to an event hub is received once per
   consumer group the topology declares or a task reads (each is assumed read by someone);
 - a task reading a dead-letter queue (spillover) gets every message its entity receives, each
@@ -32,9 +33,16 @@ from datetime import UTC, datetime, timedelta
 from replication.envelope import Envelope
 from replication.planning import DeadLetter, Forward, Skip
 from replication.rules import CorrelationFilterSpec, RuleSpec
-from replication.sql import SqlEvaluationError, SqlFilter, SqlRuleAction
+from replication.sql import (
+    CORRELATION_FIELDS,
+    CorrelationFilter,
+    SqlEvaluationError,
+    SqlFilter,
+    SqlRuleAction,
+)
 from replication.topology import (
     DEFAULT_CONSUMER_GROUP,
+    HEARTBEAT_STATUS,
     EntityRef,
     ResolvedTask,
     SubscriptionSpec,
@@ -90,30 +98,10 @@ class _Rule:
 
 
 def _correlation_matcher(spec: CorrelationFilterSpec) -> Matcher:
-    """Every field the filter gives must equal the message's (Service Bus correlation filters)."""
     fields = {
-        name: value
-        for name in (
-            "correlation_id",
-            "message_id",
-            "to",
-            "reply_to",
-            "subject",
-            "session_id",
-            "reply_to_session_id",
-            "content_type",
-        )
-        if (value := getattr(spec, name)) is not None
+        name: value for name in CORRELATION_FIELDS if (value := getattr(spec, name)) is not None
     }
-    properties = dict(spec.properties)
-
-    def matches(envelope: Envelope) -> bool:
-        if any(getattr(envelope, name) != value for name, value in fields.items()):
-            return False
-        found = envelope.application_properties
-        return all(found.get(name) == value for name, value in properties.items())
-
-    return matches
+    return CorrelationFilter(fields, dict(spec.properties)).matches
 
 
 def _compile(rule: RuleSpec) -> _Rule:
@@ -133,11 +121,13 @@ class _Subscription:
     name: str
     rules: tuple[_Rule, ...]
     max_delivery_count: int
+    received: bool = True
+    """Whether someone receives what it holds (not so ``heartbeat-status``)."""
 
     @classmethod
-    def of(cls, spec: SubscriptionSpec) -> _Subscription:
+    def of(cls, spec: SubscriptionSpec, *, received: bool = True) -> _Subscription:
         rules = tuple(_compile(rule) for rule in spec.rules) or (_TRUE_FILTER,)
-        return cls(spec.name, rules, spec.max_delivery_count)
+        return cls(spec.name, rules, spec.max_delivery_count, received)
 
     def select(self, envelope: Envelope) -> Envelope | None:
         """The copy this subscription holds after its matching rules' actions, or None."""
@@ -177,7 +167,13 @@ class _Walk:
                 )
             for topic in namespace.topics:
                 key = self._declare(namespace.name, topic.name, "topic")
-                self.subscriptions[key] = [_Subscription.of(s) for s in topic.subscriptions]
+                heartbeats = (
+                    topology.heartbeats.enabled and topic.name == topology.heartbeats.entity
+                )
+                self.subscriptions[key] = [
+                    _Subscription.of(s, received=not (heartbeats and s.name == HEARTBEAT_STATUS))
+                    for s in topic.subscriptions
+                ]
             for hub in namespace.event_hubs:
                 key = self._declare(namespace.name, hub.name, "eventhub")
                 self.consumer_groups[key] = list(hub.consumer_groups)
@@ -268,7 +264,7 @@ class _Walk:
             for subscription in self.subscriptions[key]:
                 traffic.filter_evaluations += weight * len(subscription.rules)
                 selected = subscription.select(envelope)
-                if selected is None:
+                if selected is None or not subscription.received:
                     continue
                 traffic.receives += weight
                 traffic.egress_bytes += weight * self.message_bytes

@@ -1,11 +1,15 @@
-"""``python -m replication status``: what each task's source holds, read with the data-plane SDKs.
+"""``python -m replication status``: what an operator needs before pressing the failover button.
 
-Prints per task (lanes and heartbeat tasks included) the backlog and dead-letter count of its
-Service Bus source (counted by peeking, capped at ``--cap``: the data-plane SDK has no count),
-or per partition of its event hub source the last enqueued sequence number against the
-checkpoint (with ``AzureWebJobsStorage`` set), the messages it parked, and, with heartbeats
-enabled, the age of the newest unread heartbeat per path. Connection settings are those of
-``run`` (:mod:`replication.transport.connections`). See :mod:`replication.operations`.
+Prints per task (lanes and heartbeat tasks included) its state (replicating, lagging, stalled,
+failing, or unknown) and why, the backlog of its source (Service Bus: counted by peeking,
+capped at ``--cap``, because the data-plane SDK has no count; Event Hubs: per partition the
+events after the task's checkpoint, with ``AzureWebJobsStorage`` set), the age of the oldest
+unreplicated message, the dead-lettered and parked counts, the newest heartbeat of each of its
+paths and the RPO if you failed over now; then every heartbeat path's newest heartbeat. With
+``--json`` the same as one JSON object. The figures and their meaning are
+:mod:`replication.operations`' (the failover commands read the same ones); the thresholds come
+from the topology's ``monitoring`` section. Connection settings are those of ``run``
+(:mod:`replication.transport.connections`).
 
 Exit codes: ``OK``; ``UNAVAILABLE`` (3) when a namespace (or the checkpoint store) could not be
 read, the others still reported; ``CONFIGURATION`` (2) for a bad topology or setting.
@@ -14,9 +18,10 @@ read, the others still reported; ``CONFIGURATION`` (2) for a bad topology or set
 from __future__ import annotations
 
 import argparse
+import json
 
 from replication.exit_codes import ExitCode
-from replication.operations import PEEK_CAP, StatusReport, TaskReport, read_status
+from replication.operations import PEEK_CAP, StatusReport, heartbeat_text, read_status, task_lines
 from replication.settings import Settings
 from replication.transport.connections import check_settings
 
@@ -31,6 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=PEEK_CAP,
         help=f"count at most this many messages per entity by peeking (default {PEEK_CAP})",
     )
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,44 +44,28 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.from_environ(connections=topology.connections)
     check_settings(topology.namespaces, settings)
     report = read_status(topology, settings, cap=args.cap)
-    print(render(report))
+    print(json.dumps(report.as_json(), indent=2) if args.json else render(report))
     if report.unreachable:
         return ExitCode.UNAVAILABLE
     return ExitCode.OK
 
 
 def render(report: StatusReport) -> str:
-    """The report as text, one line per task and per heartbeat path."""
-    lines = ["tasks (Service Bus counts by peeking, capped; '+': at least):"]
-    lines += [f"  {_task_line(task)}" for task in report.tasks]
+    """The report as text: per task its lines (:func:`~replication.operations.task_lines`),
+    then one line per heartbeat path."""
+    limits = report.thresholds
+    lag, beat_age = limits.lag.total_seconds(), limits.heartbeat_max_age.total_seconds()
+    lines = [
+        "tasks (Service Bus counts by peeking, capped; '+': at least; thresholds: lag "
+        f"{lag:g} s, heartbeat {beat_age:g} s, parked {limits.parked}):"
+    ]
+    for task in report.tasks:
+        first, *rest = task_lines(task)
+        lines += [f"  {first}", *(f"      {line}" for line in rest)]
     if report.heartbeats:
-        lines.append("heartbeats (newest unread at the target; none: read by a running reader):")
-        for beat in report.heartbeats:
-            if beat.error:
-                state = f"UNREACHABLE: {beat.error}"
-            elif beat.age is None:
-                state = "none waiting"
-            else:
-                state = f"age {beat.age:.1f} s"
-            lines.append(f"  {beat.origin} -> {beat.target}: {state}")
+        lines.append("heartbeats (newest that reached the target):")
+        lines += [
+            f"  {beat.origin} -> {beat.target}: {heartbeat_text(beat)}"
+            for beat in report.heartbeats
+        ]
     return "\n".join(lines)
-
-
-def _task_line(task: TaskReport) -> str:
-    parts = []
-    if task.backlog is not None:
-        parts.append(f"backlog {task.backlog}")
-    if task.dead_letters is not None:
-        parts.append(f"dead-lettered {task.dead_letters}")
-    if task.partitions is not None:
-        for lag in task.partitions:
-            if lag.checkpoint is None:
-                position = "no checkpoint"
-            else:
-                position = f"checkpoint {lag.checkpoint}, lag {lag.lag}"
-            parts.append(f"partition {lag.partition}: last {lag.last_enqueued}, {position}")
-    if task.parked is not None:
-        parts.append(f"parked {task.parked}")
-    if task.error:
-        parts.append(f"UNREACHABLE: {task.error}")
-    return f"{task.task} ({task.source}): " + ", ".join(parts)

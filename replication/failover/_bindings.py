@@ -102,6 +102,9 @@ class SwitchRecord(SpecModel):
     finished_at: datetime | None = None
     outcome: str | None = None
     unreplicated: int | None = None
+    """A forced switch: the messages (or events) its tasks' sources had not replicated when
+    the clients moved, read just before (None: the source could not be read); parked and
+    dead-lettered ones are printed after the switch, not counted here. A planned one: 0."""
 
 
 class BindingDocument(SpecModel):

@@ -2,11 +2,14 @@
 failover|failback`` (and of the drill).
 
 :func:`switch` plans the switch (:func:`~replication.failover._plan.plan_switch`), prints the
-steps and the figures an operator needs (the replication backlog, the messages published
-directly to a namespace a failback must drain), and, unless it is a dry run, takes the binding
-document's blob lease and writes the bindings in the plan's order, waiting in between for
-replication to catch up or the namespace to drain (polling once a second, printing each change
-of the figures). It returns the exit code; see :mod:`replication.cli.failover` for their meaning.
+steps and the figures an operator needs (per replication task what ``python -m replication
+status`` prints: state, backlog, oldest unreplicated message, heartbeats, the RPO of a failover
+now; for a failback the messages published directly to the namespace it must drain), and,
+unless it is a dry run, takes the binding document's blob lease and writes the bindings in the
+plan's order, waiting in between for replication to catch up or the namespace to drain (polling
+once a second, printing each change of the figures). The figures are read by
+:class:`~replication.operations.FiguresReader`, the one reader ``status`` uses too. It returns
+the exit code; see :mod:`replication.cli.failover` for their meaning.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from replication.exit_codes import ExitCode
+from replication.operations import Backlog, FiguresReader, task_lines
 from replication.runtime import describe
+from replication.settings import Settings
 from replication.topology import NamespaceKind, Topology
-from replication.transport.failover import BacklogReader, BindingLease, BlobFailoverStore
+from replication.transport.failover import BindingLease, BlobFailoverStore
 
 from ._bindings import (
     BindingDocument,
@@ -82,10 +87,15 @@ def switch(
         print(f"  {number}. {step}", file=out)
     if plan.source == plan.target:
         return ExitCode.OK
-    reader = BacklogReader(topology, environ)
+    reader = FiguresReader(
+        topology, Settings.from_environ(environ, connections=topology.connections)
+    )
     try:
         runner = _Switch(plan, topology, store, reader, out, sleep)
-        runner.report_figures()
+        if dry_run or not force:
+            # A forced switch reads only the backlog before it moves the clients, which wait
+            # for it (see _forced); the planned one moves nothing before its figures are out.
+            runner.report_figures()
         if dry_run:
             print("dry run: nothing changed", file=out)
             return ExitCode.OK
@@ -107,7 +117,7 @@ class _Switch:
         plan: SwitchPlan,
         topology: Topology,
         store: BlobFailoverStore,
-        reader: BacklogReader,
+        reader: FiguresReader,
         out: TextIO,
         sleep: Callable[[float], None],
     ) -> None:
@@ -128,14 +138,26 @@ class _Switch:
         """What an operator needs before pressing the button."""
         plan = self.plan
         if plan.direction is Direction.FAILOVER:
-            for task, backlog in self._backlogs().items():
-                self.say(f"replication backlog of {task}: {backlog} (the RPO of a failover now)")
+            for task in plan.replication_tasks:
+                report = self.reader.task(task)
+                backlog = (
+                    str(report.backlog)
+                    if report.backlog is not None
+                    else f"unknown ({report.error or report.backlog_unknown})"
+                )
+                self.say(
+                    f"replication backlog of {task}: {backlog} "
+                    f"(the RPO of a failover now: {report.rpo})"
+                )
+                for line in task_lines(report):  # what status prints for the task
+                    print(f"           {line}", file=self.out, flush=True)
         else:
             for where, count in self._direct().items():
                 self.say(f"published directly to {where} and not consumed yet: {count}")
 
-    def _backlogs(self) -> dict[str, object]:
-        backlogs: dict[str, object] = {}
+    def _backlogs(self) -> dict[str, Backlog | str]:
+        backlogs: dict[str, Backlog | str] = {}
+        self.reader.refresh()  # a namespace that failed at the last poll is asked again
         for task in self.plan.replication_tasks:
             try:
                 backlogs[task] = self.reader.backlog(task)
@@ -144,6 +166,7 @@ class _Switch:
         return backlogs
 
     def _direct(self) -> dict[str, object]:
+        self.reader.refresh()
         try:
             return dict(self.reader.direct_messages(self.plan.drain))
         except Exception as error:
@@ -213,6 +236,7 @@ class _Switch:
 
     def _forced(self, lease: BindingLease, document: BindingDocument, record: SwitchRecord) -> int:
         plan = self.plan
+        # Only the backlog before the switch (one read per task): the clients wait for it.
         lost = self._count_unreplicated()
         self._bind(
             lease,
@@ -222,10 +246,13 @@ class _Switch:
             outcome="done",
         )
         self.say(f"publishers and consumers of {plan.client} now bound to {plan.target}; done")
+        if plan.direction is Direction.FAILOVER and lost is not None:
+            self._report_rpo()
         return ExitCode.OK
 
     def _count_unreplicated(self) -> int | None:
-        """Print (and return) what the source holds that the target does not have."""
+        """Print (and return) what the source holds that the target does not have: each
+        task's backlog, named (the MessageIds, or the events per partition)."""
         plan = self.plan
         total = 0
         if plan.direction is Direction.FAILBACK:
@@ -235,9 +262,12 @@ class _Switch:
                     return None
                 total += count
             return total
+        self.reader.refresh()
         for task in plan.replication_tasks:
             try:
-                ids, partitions = self.reader.unreplicated(task)
+                backlog = self.reader.backlog(task)
+                if backlog.count is None:
+                    raise ValueError(backlog.unknown)
             except Exception as error:
                 self.say(
                     f"{task}: {plan.source} cannot be read ({describe(error)}): what it accepted "
@@ -245,16 +275,40 @@ class _Switch:
                     "replicated when the namespace returns"
                 )
                 return None
-            if partitions:
-                count = sum(partitions.values())
-                detail = ", ".join(f"partition {p}: {n}" for p, n in sorted(partitions.items()))
-                self.say(f"{task}: {count} events not replicated ({detail})")
+            if backlog.partitions:
+                lags = {p.partition: p.lag for p in backlog.partitions if p.lag}
+                detail = ", ".join(f"partition {p}: {n}" for p, n in sorted(lags.items()))
+                self.say(
+                    f"{task}: {backlog.count} events not replicated"
+                    + (f" ({detail})" if lags else "")
+                )
             else:
-                count = len(ids)
+                ids = backlog.message_ids
                 shown = ", ".join(ids[:SHOWN_IDS]) + (" ..." if len(ids) > SHOWN_IDS else "")
-                self.say(f"{task}: {count} messages not replicated" + (f": {shown}" if ids else ""))
-            total += count
+                self.say(
+                    f"{task}: {backlog.count} messages not replicated"
+                    + (f": {shown}" if ids else "")
+                )
+            total += backlog.count
         return total
+
+    def _report_rpo(self) -> None:
+        """After a forced failover: what else the old namespace holds that the target lacks
+        (parked and dead-lettered messages) and the RPO as ``status`` computes it."""
+        self.reader.refresh()
+        for task in self.plan.replication_tasks:
+            report = self.reader.task(task, heartbeats=False)
+            if report.rpo.messages is None or report.backlog is None:
+                why = report.error or report.backlog_unknown
+                self.say(f"{task}: {self.plan.source} cannot be read now ({why}): RPO unknown")
+                continue
+            kept = report.rpo.messages - report.backlog.value
+            if kept:
+                self.say(
+                    f"{task}: {kept} parked or dead-lettered in {self.plan.source}, not "
+                    "replicated either (redrive them there)"
+                )
+            self.say(f"{task}: RPO of this failover: {report.rpo}")
 
     def _bind(
         self,
@@ -296,7 +350,7 @@ class _Switch:
     def _wait_for_replication(self, timeout: float) -> bool:
         def check() -> tuple[bool, str]:
             backlogs = self._backlogs()
-            done = all(getattr(b, "count", None) == 0 for b in backlogs.values())
+            done = all(isinstance(b, Backlog) and b.count == 0 for b in backlogs.values())
             text = ", ".join(f"{task} {backlog}" for task, backlog in backlogs.items())
             return done, f"replication backlog: {text}"
 
@@ -308,6 +362,7 @@ class _Switch:
             for ref in self.plan.drain
             if self.topology.namespace(ref.namespace).kind is NamespaceKind.EVENTHUBS
         ]
+        self.reader.refresh()
         marks = {ref.entity: self.reader.last_enqueued(ref) for ref in hubs}
 
         def check() -> tuple[bool, str]:

@@ -10,7 +10,9 @@ Registered by :func:`replication.hosts.functions.build_app` when the topology en
   keep the others from getting theirs; the invocation then fails, so the failure shows in the
   app's logs and metrics;
 - ``heartbeat-read-<namespace>``: a batch trigger on the ``heartbeat-reader`` subscription of
-  every receiving namespace, which records each heartbeat in the app's
+  every receiving Service Bus namespace's heartbeat topic (or consumer group of an Event Hubs
+  namespace's heartbeat event hub, checkpointed by the host as any event hub trigger), which
+  records each heartbeat in the app's
   :class:`~replication.heartbeats.HeartbeatBook`, read by the ``replication.heartbeat.age``
   gauge (:mod:`replication.heartbeats`) of that instance.
 
@@ -29,6 +31,7 @@ import azure.functions as func
 
 from replication.topology import (
     HEARTBEAT_READER,
+    NamespaceKind,
     Topology,
     heartbeat_origins,
     heartbeat_receivers,
@@ -61,14 +64,24 @@ def register_heartbeats(
     app.function_name(name=PUBLISH_FUNCTION)(publish)
     for name in heartbeat_receivers(topology):
         namespace = topology.namespace(name)
-        reader = app.service_bus_topic_trigger(
-            arg_name="messages",
-            connection=namespace.connection,
-            topic_name=spec.entity,
-            subscription_name=HEARTBEAT_READER,
-            cardinality=func.Cardinality.MANY,
-            data_type=func.DataType.BINARY,
-        )(_reader(book, name))
+        if namespace.kind is NamespaceKind.EVENTHUBS:
+            reader = app.event_hub_message_trigger(
+                arg_name="messages",
+                connection=namespace.connection,
+                event_hub_name=spec.entity,
+                consumer_group=HEARTBEAT_READER,
+                cardinality=func.Cardinality.MANY,
+                data_type=func.DataType.BINARY,
+            )(_event_reader(book, name))
+        else:
+            reader = app.service_bus_topic_trigger(
+                arg_name="messages",
+                connection=namespace.connection,
+                topic_name=spec.entity,
+                subscription_name=HEARTBEAT_READER,
+                cardinality=func.Cardinality.MANY,
+                data_type=func.DataType.BINARY,
+            )(_reader(book, name))
         app.function_name(name=f"heartbeat-read-{name}")(reader)
     return book
 
@@ -93,6 +106,14 @@ def _publisher(topology: Topology, factory: SenderFactory) -> Callable[..., None
 
 def _reader(book: HeartbeatBook, target: str) -> Callable[..., None]:
     def read(messages: typing.List[func.ServiceBusMessage]) -> None:  # noqa: UP006
+        for message in messages:
+            book.receive(message.get_body(), target)
+
+    return read
+
+
+def _event_reader(book: HeartbeatBook, target: str) -> Callable[..., None]:
+    def read(messages: typing.List[func.EventHubEvent]) -> None:  # noqa: UP006
         for message in messages:
             book.receive(message.get_body(), target)
 

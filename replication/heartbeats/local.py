@@ -2,8 +2,10 @@
 
 With the topology's ``heartbeats`` enabled (:mod:`replication.heartbeats`),
 :func:`start_heartbeats` starts one publisher thread per origin namespace (the local stand-in
-for the Function app's timer trigger) and one reader per receiving namespace, supervised like a
-task's receive loop (reconnects with backoff), recording into the host's
+for the Function app's timer trigger) and one reader per receiving namespace (its
+``heartbeat-reader`` subscription, or consumer group of an Event Hubs namespace's heartbeat
+event hub), supervised like a task's receive loop (reconnects with backoff), recording into the
+host's
 :class:`~replication.heartbeats.HeartbeatBook`, which it also exposes as the
 ``replication.heartbeat.age`` gauge. The heartbeat *tasks* are ordinary tasks of the host.
 """
@@ -16,12 +18,14 @@ import threading
 from replication.runtime import TaskStatus, supervise
 from replication.settings import Settings
 from replication.topology import (
+    NamespaceKind,
     Topology,
+    heartbeat_lookback,
     heartbeat_origins,
     heartbeat_receivers,
 )
+from replication.transport import eventhubs, servicebus
 from replication.transport.senders import SenderFactory
-from replication.transport.servicebus import run_heartbeat_reader
 
 from ._messages import HeartbeatBook, publish_forever
 from ._metric import watch_paths
@@ -49,14 +53,28 @@ def start_heartbeats(
     ]
     for name in heartbeat_receivers(topology):
         status = TaskStatus()
-        loop = functools.partial(
-            run_heartbeat_reader,
-            topology.namespace(name),
-            spec.entity,
-            book,
-            stop,
-            status,
-            settings=settings,
+        namespace = topology.namespace(name)
+        loop = (
+            functools.partial(
+                eventhubs.run_heartbeat_reader,
+                namespace,
+                spec.entity,
+                book,
+                stop,
+                status,
+                settings=settings,
+                lookback=heartbeat_lookback(topology),
+            )
+            if namespace.kind is NamespaceKind.EVENTHUBS
+            else functools.partial(
+                servicebus.run_heartbeat_reader,
+                namespace,
+                spec.entity,
+                book,
+                stop,
+                status,
+                settings=settings,
+            )
         )
         threads.append(
             threading.Thread(

@@ -1,12 +1,19 @@
-"""Operator commands' logic: ``python -m replication status`` and ``redrive``.
+"""Operator commands' logic: ``python -m replication status``, ``redrive``, and the figures
+``failover|failback`` read.
 
+- ``_figures``: :class:`FiguresReader`, per task the backlog, the age of the oldest
+  unreplicated message, the dead-lettered and parked counts and the newest heartbeat of each of
+  its paths, read one way for ``status`` and the failover commands, with an unreachable
+  namespace recorded instead of raised;
+- ``_states``: :func:`decide`, a task's state (replicating, lagging, stalled, failing,
+  unknown) and its RPO if you failed over now, from those figures and the topology's
+  ``monitoring`` thresholds (no I/O);
+- ``_status``: :func:`read_status`, the figures of every task and heartbeat path as one report
+  (text or JSON);
 - ``_redrive``: :class:`Redriver`, one task's parked or dead-lettered messages surveyed and
   driven back through the task's runner, never a notice sent as the message
   (:func:`redrive_source` says where they wait; the module docstring says what each message
-  costs others in a shared parking queue);
-- ``_status``: :func:`read_status`, per task the backlog, dead-lettered and parked counts (by
-  peeking) or the event hub partitions' lag, and the newest unread heartbeat per path, with
-  an unreachable namespace recorded instead of raised.
+  costs others in a shared parking queue).
 
 Operations decide what to read, what to do with it and how to report it; the reading and
 settling with the SDKs is ``replication.transport``'s (:mod:`replication.transport.inspection`,
@@ -17,6 +24,7 @@ host (``tests/unit/test_architecture.py``).
 
 from replication.exceptions import RedriveStoppedError
 
+from ._figures import PEEK_CAP, Backlog, Count, FiguresReader, PartitionLag, TaskReport
 from ._redrive import (
     EventPosition,
     ProgressCallback,
@@ -27,31 +35,35 @@ from ._redrive import (
     Survey,
     redrive_source,
 )
-from ._status import (
-    PEEK_CAP,
-    Count,
-    HeartbeatReport,
-    PartitionLag,
-    StatusReport,
-    TaskReport,
-    read_status,
-)
+from ._states import Decision, Observed, PathHeartbeat, Rpo, TaskState, Thresholds, decide
+from ._status import HeartbeatReport, StatusReport, heartbeat_text, read_status, task_lines
 
 __all__ = [
     "PEEK_CAP",
+    "Backlog",
     "Count",
+    "Decision",
     "EventPosition",
+    "FiguresReader",
     "HeartbeatReport",
+    "Observed",
     "PartitionLag",
+    "PathHeartbeat",
     "ProgressCallback",
     "RedriveOrigin",
     "RedriveReport",
     "RedriveSource",
     "RedriveStoppedError",
     "Redriver",
+    "Rpo",
     "StatusReport",
     "Survey",
     "TaskReport",
+    "TaskState",
+    "Thresholds",
+    "decide",
+    "heartbeat_text",
     "read_status",
     "redrive_source",
+    "task_lines",
 ]

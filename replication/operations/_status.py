@@ -1,222 +1,179 @@
-"""What each task's source holds: ``python -m replication status``.
+"""``python -m replication status``: every task's figures, state and RPO, and every heartbeat
+path's newest heartbeat.
 
-Per task (lanes and heartbeat tasks included):
-
-- **Service Bus source**: the backlog of the queue or subscription it reads and of its
-  dead-letter queue. The data-plane SDK has no message count (that is the management API,
-  which needs *Manage* rights or an ARM role the replicator does not have), so messages are
-  *counted by peeking*, up to :data:`PEEK_CAP` per entity; a count at the cap is shown as
-  ``5000+``. Peeking settles nothing and costs no delivery count. Scheduled and locked
-  messages are included (peek sees them); a spillover task reads the dead-letter queue, which
-  is then its backlog. A session-enabled source shows no backlog: only the receiver holding a
-  session may peek it, and taking sessions here would stall the replicator.
-- **Event Hubs source**: per partition, the last enqueued sequence number, and the sequence
-  number of the checkpoint of the task's consumer group when ``AzureWebJobsStorage`` is set
-  (the store the local host and the Functions host write; the difference is the lag).
-- **Parked**: the messages in the task's ``deadLetterTarget`` (a Service Bus queue) whose
-  ``repl-dead-letter-source`` is this task's source, counted by peeking like the backlog.
-
-With heartbeats enabled it also peeks each receiving namespace's ``heartbeat-reader``
-subscription for the latest heartbeat per path (see
-:func:`~replication.transport.servicebus.peek_latest_heartbeats`: a running reader consumes
-heartbeats, so an empty subscription there says "read", not "silent"; the reader's gauge is
-the authoritative age).
+The figures are :class:`~replication.operations.FiguresReader`'s (the failover commands read
+theirs the same way), the states and the RPO :func:`~replication.operations.decide`'s; this
+module reads them for every task of the topology (lanes and heartbeat tasks included) and for
+every heartbeat path, and gives them as one report, also as JSON (:meth:`StatusReport.as_json`).
 
 A namespace that cannot be reached is recorded per task (``error``) rather than raised, so the
 report covers everything that can be read, and not asked again in the same run; the CLI exits
-``UNAVAILABLE`` when any task has one. The reading itself is the SDK layer's
-(:class:`~replication.transport.inspection.SourceInspector`; its clients retry once, so that an
-unreachable namespace costs seconds); this module decides what to read for each task and
-reports it.
+``UNAVAILABLE`` when any task or heartbeat path has one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from replication.exceptions import SourceUnreadableError
-from replication.properties import DEAD_LETTER_SOURCE
 from replication.settings import Settings
-from replication.topology import (
-    EntityRef,
-    NamespaceKind,
-    ResolvedTask,
-    Topology,
-    heartbeat_paths,
-    heartbeat_receivers,
-    requires_session,
-)
-from replication.transport.inspection import PropertyMatch, SourceInspector
-from replication.values import as_text
+from replication.topology import Topology
 
-PEEK_CAP = 5000
-"""Most messages counted per entity by peeking."""
+from ._figures import PEEK_CAP, Clock, Count, FiguresReader, TaskReport
+from ._states import PathHeartbeat, Thresholds
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Count:
-    """Messages counted by peeking; ``capped`` when the count stopped at the cap."""
-
-    value: int
-    capped: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.value}+" if self.capped else str(self.value)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class PartitionLag:
-    """One event hub partition: last enqueued sequence number and checkpointed one."""
-
-    partition: str
-    last_enqueued: int
-    checkpoint: int | None
-
-    @property
-    def lag(self) -> int | None:
-        if self.checkpoint is None:
-            return None
-        return max(0, self.last_enqueued - self.checkpoint)
-
-
-@dataclasses.dataclass(slots=True)
-class TaskReport:
-    """What could be read for one task (``error``: the first thing that could not)."""
-
-    task: str
-    source: str
-    backlog: Count | None = None
-    dead_letters: Count | None = None
-    parked: Count | None = None
-    partitions: list[PartitionLag] | None = None
-    error: str | None = None
-
-
-@dataclasses.dataclass(slots=True)
-class HeartbeatReport:
-    """The newest unread heartbeat of one path (``age`` None: none waiting)."""
-
-    origin: str
-    target: str
-    age: float | None
-    error: str | None = None
+HeartbeatReport = PathHeartbeat
+"""The newest heartbeat of one path (earlier name)."""
 
 
 @dataclasses.dataclass(slots=True)
 class StatusReport:
     tasks: list[TaskReport]
-    heartbeats: list[HeartbeatReport]
+    heartbeats: list[PathHeartbeat]
+    thresholds: Thresholds
 
     @property
     def unreachable(self) -> bool:
         return any(t.error for t in self.tasks) or any(h.error for h in self.heartbeats)
 
+    def as_json(self) -> dict[str, Any]:
+        """The report as one JSON object (``status --json``; keys in the README)."""
+        return {
+            "thresholds": {
+                "lagThresholdSeconds": self.thresholds.lag.total_seconds(),
+                "heartbeatMaxAgeSeconds": self.thresholds.heartbeat_max_age.total_seconds(),
+                "parkedThreshold": self.thresholds.parked,
+            },
+            "tasks": [_task_json(task) for task in self.tasks],
+            "heartbeats": [_heartbeat_json(beat) for beat in self.heartbeats],
+            "unreachable": self.unreachable,
+        }
 
-def read_status(topology: Topology, settings: Settings, *, cap: int = PEEK_CAP) -> StatusReport:
-    """Read every task's counts and the heartbeats (see the module docstring)."""
-    reader = _Reader(topology, settings, cap)
+
+def read_status(
+    topology: Topology,
+    settings: Settings,
+    *,
+    cap: int = PEEK_CAP,
+    clock: Clock = lambda: datetime.now(UTC),
+) -> StatusReport:
+    """Read every task's figures and the heartbeats (see the module docstring)."""
+    reader = FiguresReader(topology, settings, cap=cap, clock=clock)
     try:
         tasks = [reader.task(topology.resolved(spec)) for spec in topology.tasks]
-        return StatusReport(tasks, reader.heartbeats())
+        return StatusReport(tasks, reader.heartbeats(), reader.thresholds)
     finally:
         reader.close()
 
 
-class _Reader:
-    def __init__(self, topology: Topology, settings: Settings, cap: int) -> None:
-        self._topology = topology
-        self._inspector = SourceInspector(topology, settings)
-        self._cap = cap
-        self._down: dict[str, str] = {}
-
-    def task(self, task: ResolvedTask) -> TaskReport:
-        source = task.spec.source
-        report = TaskReport(task.name, source.describe())
-        try:
-            kind = self._topology.namespace(source.namespace).kind
-            if kind is NamespaceKind.EVENTHUBS:
-                report.partitions = [
-                    PartitionLag(*position) for position in self._inspector.partitions(source)
-                ]
-            else:
-                if not requires_session(self._topology, source):
-                    # A session-enabled entity can be peeked only by a session's holder.
-                    report.backlog = self._count(source, dead_letter=source.dead_letter_queue)
-                if not source.dead_letter_queue:
-                    report.dead_letters = self._count(source, dead_letter=True)
-            report.parked = self._parked(task)
-        except SourceUnreadableError as error:
-            report.error = str(error)
-        return report
-
-    def _count(
-        self, ref: EntityRef, *, dead_letter: bool, match: PropertyMatch | None = None
-    ) -> Count:
-        if ref.namespace in self._down:
-            # It already failed in this run: not asked again (each try costs seconds).
-            raise SourceUnreadableError(self._down[ref.namespace])
-        try:
-            total, capped = self._inspector.count(
-                ref, dead_letter=dead_letter, cap=self._cap, match=match
-            )
-        except SourceUnreadableError as error:
-            self._down[ref.namespace] = str(error)
-            raise
-        return Count(total, capped)
-
-    def _parked(self, task: ResolvedTask) -> Count | None:
-        parking = task.spec.dead_letter_target
-        if parking is None:
-            return None
-        namespace = self._topology.namespace(parking.namespace)
-        if namespace.kind is not NamespaceKind.SERVICEBUS or parking.entity not in {
-            queue.name for queue in namespace.queues
-        }:
-            return None  # an event hub or a topic cannot be peeked
-        source = task.spec.source.describe()
-
-        def mine(properties: Mapping[Any, Any]) -> bool:
-            value = properties.get(DEAD_LETTER_SOURCE.encode(), properties.get(DEAD_LETTER_SOURCE))
-            return as_text(value, errors="replace") == source
-
-        return self._count(parking, dead_letter=False, match=mine)
-
-    def heartbeats(self) -> list[HeartbeatReport]:
-        paths = heartbeat_paths(self._topology)
-        if not paths:
-            return []
-        entity = self._topology.heartbeats.entity
-        now = datetime.now(UTC)
-        latest: dict[str, dict[str, datetime]] = {}
-        errors: dict[str, str] = {}
-        for target in heartbeat_receivers(self._topology):
-            if target in self._down:
-                errors[target] = self._down[target]
-                continue
-            try:
-                latest[target] = self._inspector.latest_heartbeats(target, entity)
-            except SourceUnreadableError as error:
-                errors[target] = str(error)
-        reports = []
-        for path in paths:
-            published = latest.get(path.target, {}).get(path.origin)
-            age = None if published is None else max(0.0, (now - published).total_seconds())
-            reports.append(HeartbeatReport(path.origin, path.target, age, errors.get(path.target)))
-        return reports
-
-    def close(self) -> None:
-        self._inspector.close()
+def task_lines(task: TaskReport) -> list[str]:
+    """A task as ``status`` (and the failover commands) print it: its counts; its state and
+    figures; why, unless it is replicating."""
+    lines = [_counts_line(task), _figures_line(task)]
+    if task.reasons:
+        lines.append(f"why: {'; '.join(task.reasons)}")
+    return lines
 
 
-__all__ = [
-    "PEEK_CAP",
-    "Count",
-    "HeartbeatReport",
-    "PartitionLag",
-    "StatusReport",
-    "TaskReport",
-    "read_status",
-]
+def _counts_line(task: TaskReport) -> str:
+    parts = []
+    if task.backlog is not None:
+        parts.append(f"backlog {task.backlog}")
+    elif task.backlog_unknown is not None:
+        parts.append(f"backlog unknown ({task.backlog_unknown})")
+    if task.dead_letters is not None:
+        parts.append(f"dead-lettered {task.dead_letters}")
+    for lag in task.partitions or []:
+        position = "no checkpoint" if lag.checkpoint is None else f"checkpoint {lag.checkpoint}"
+        parts.append(
+            f"partition {lag.partition}: last {lag.last_enqueued}, {position}, lag {lag.lag}"
+        )
+    if task.parked is not None:
+        parts.append(f"parked {task.parked}")
+    if task.error:
+        parts.append(f"UNREACHABLE: {task.error}")
+    return f"{task.task} ({task.source}): " + ", ".join(parts)
+
+
+def _figures_line(task: TaskReport) -> str:
+    if task.oldest_age is not None:
+        bound = "at least " if task.oldest_at_least else ""
+        oldest = f"{bound}{task.oldest_age:.1f} s"
+    else:
+        oldest = "-" if task.backlog is not None and task.backlog.value == 0 else "unknown"
+    beats = ", ".join(
+        f"{b.origin} -> {b.target} {'target unreachable' if b.error else heartbeat_text(b)}"
+        for b in task.heartbeats
+    )
+    return (
+        f"{task.state.value.upper()}; oldest unreplicated {oldest}; "
+        f"heartbeat {beats or 'no path'}; RPO if you failed over now: {task.rpo}"
+    )
+
+
+def heartbeat_text(beat: PathHeartbeat) -> str:
+    """A path's newest heartbeat as status prints it."""
+    if beat.error:
+        return f"UNREACHABLE: {beat.error}"
+    if beat.age is None:
+        return f"none within {beat.lookback:g} s"
+    return f"age {beat.age:.1f} s"
+
+
+def _count_json(count: Count | None) -> dict[str, Any] | None:
+    return None if count is None else {"count": count.value, "atLeast": count.capped}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _heartbeat_json(beat: PathHeartbeat) -> dict[str, Any]:
+    return {
+        "origin": beat.origin,
+        "target": beat.target,
+        "ageSeconds": _round(beat.age),
+        "lookbackSeconds": beat.lookback,
+        "error": beat.error,
+    }
+
+
+def _task_json(task: TaskReport) -> dict[str, Any]:
+    return {
+        "task": task.task,
+        "source": task.source,
+        "state": task.state.value,
+        "reasons": list(task.reasons),
+        "backlog": _count_json(task.backlog),
+        "backlogUnknown": task.backlog_unknown,
+        "unreplicatedMessageIds": (
+            list(task.message_ids) if task.backlog is not None and task.partitions is None else None
+        ),
+        "oldestUnreplicatedSeconds": _round(task.oldest_age),
+        "oldestUnreplicatedAtLeast": task.oldest_at_least,
+        "deadLettered": _count_json(task.dead_letters),
+        "parked": _count_json(task.parked),
+        "partitions": None
+        if task.partitions is None
+        else [
+            {
+                "partition": p.partition,
+                "lastEnqueued": p.last_enqueued,
+                "checkpoint": p.checkpoint,
+                "unreplicated": p.lag,
+            }
+            for p in task.partitions
+        ],
+        "heartbeats": [_heartbeat_json(beat) for beat in task.heartbeats],
+        "rpo": {
+            "messages": task.rpo.messages,
+            "atLeast": task.rpo.at_least,
+            "seconds": _round(task.rpo.seconds),
+            "secondsAtLeast": task.rpo.seconds_at_least,
+        },
+        "error": task.error,
+    }
+
+
+__all__ = ["HeartbeatReport", "StatusReport", "heartbeat_text", "read_status", "task_lines"]

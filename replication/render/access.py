@@ -14,8 +14,10 @@ access Azure Service Bus resources", *Resource scope*: queue, topic or subscript
 - Event Hubs roles at the event hub.
 
 With heartbeats enabled, the publishing timer gets *Data Sender* on each origin's heartbeat
-topic and the readers *Data Receiver* on each receiving namespace's ``heartbeat-reader``
-subscription. Role definition ids are the built-in ones.
+topic (or event hub) and the readers *Data Receiver* on each receiving namespace's
+``heartbeat-reader`` subscription (or heartbeat event hub). ``status`` reads the
+``heartbeat-status`` subscriptions with the operator's identity, not the app's. Role definition
+ids are the built-in ones.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ def role_assignments(topology: Topology) -> list[RoleAssignment]:
         for ref in senders:
             assignments.add(_assignment(topology, ref, "sender"))
     # Heartbeats (replication.heartbeats.functions): the timer publishes on each origin's
-    # heartbeat topic, the readers read each receiving namespace's reader subscription.
+    # heartbeat topic or event hub, the readers read each receiving namespace's reader
+    # subscription or event hub.
     entity = topology.heartbeats.entity
     for origin in heartbeat_origins(topology):
         ref = EntityRef(namespace=origin, entity=entity)

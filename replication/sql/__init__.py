@@ -1,5 +1,7 @@
 """The Service Bus SQL rule language: subscription filters and rule actions.
 
+Correlation filters (:class:`CorrelationFilter`), the other kind of filter, live here too.
+
 Used by the local emulator to evaluate subscription rules as Service Bus does, by the routing
 and validation patterns for their conditions, and by ``python -m replication lint-rules`` to
 reject, before deployment, any rule Service Bus would reject.
@@ -28,6 +30,7 @@ from replication.envelope import Envelope
 
 from ._actions import compile_statements, parse_timespan
 from ._compile import WRITABLE_SYSTEM_PROPERTIES, compile_node
+from ._correlation import CORRELATION_FIELDS, CorrelationFilter
 from ._errors import SqlEvaluationError, SqlSyntaxError
 from ._parser import Node, RemoveAction, SetAction, parse_action, parse_filter
 
@@ -114,8 +117,10 @@ def _check_writable(node: Node, expression: str) -> None:
 
 
 __all__ = [
+    "CORRELATION_FIELDS",
     "MAX_ACTION_STATEMENTS",
     "MAX_EXPRESSION_LENGTH",
+    "CorrelationFilter",
     "SqlEvaluationError",
     "SqlFilter",
     "SqlRuleAction",

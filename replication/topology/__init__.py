@@ -10,7 +10,7 @@ Modules, in dependency order: ``_specs`` (namespaces and entities) and ``_tasks`
 tasks resolved with their pattern's typed options) -> ``_topology`` (the document) ->
 ``_errors`` / ``_checks`` (reporting and cross-references) -> ``_lanes`` (what each task runs
 as: one lane per target for fan-out tasks, the default parking queue) -> ``_heartbeats`` (the
-optional heartbeat topics, subscriptions and tasks) -> ``_load``;
+optional heartbeat entities, subscriptions, consumer groups and tasks) -> ``_load``;
 ``_outage`` (retry budgets and delivery counts), ``_materialize`` (the subscriptions, consumer
 groups, delivery counts and parking queues tasks need) and ``_sql`` (every SQL expression, for
 the linter) work on a loaded topology; ``_sessions`` says which entities require sessions and
@@ -26,20 +26,30 @@ from __future__ import annotations
 
 from ._errors import json_path
 from ._heartbeats import (
+    HEARTBEAT_PARTITIONS,
     HEARTBEAT_READER,
+    HEARTBEAT_STATUS,
+    HEARTBEAT_STATUS_GROUP,
     HeartbeatPath,
+    heartbeat_lookback,
     heartbeat_origins,
     heartbeat_paths,
     heartbeat_receivers,
     heartbeat_schedule,
     heartbeat_time_to_live,
+    takes_part,
 )
 from ._lanes import PARKING_QUEUE, lane_keys, splits
 from ._load import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, load_topology, parse_topology
 from ._materialize import materialize
 from ._monitoring import ALERT_WINDOWS, MonitoringSpec
 from ._names import bounded, slug
-from ._outage import attempt_budget, required_delivery_count, tolerated_outage
+from ._outage import (
+    attempt_budget,
+    longest_outage_tolerance,
+    required_delivery_count,
+    tolerated_outage,
+)
 from ._sessions import carries_session_ids, requires_session
 from ._specs import (
     DEFAULT_CONSUMER_GROUP,
@@ -60,7 +70,10 @@ __all__ = [
     "ALERT_WINDOWS",
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
+    "HEARTBEAT_PARTITIONS",
     "HEARTBEAT_READER",
+    "HEARTBEAT_STATUS",
+    "HEARTBEAT_STATUS_GROUP",
     "PARKING_QUEUE",
     "TOPOLOGY_SETTING",
     "EntityRef",
@@ -80,6 +93,7 @@ __all__ = [
     "attempt_budget",
     "bounded",
     "carries_session_ids",
+    "heartbeat_lookback",
     "heartbeat_origins",
     "heartbeat_paths",
     "heartbeat_receivers",
@@ -88,6 +102,7 @@ __all__ = [
     "json_path",
     "lane_keys",
     "load_topology",
+    "longest_outage_tolerance",
     "materialize",
     "parse_topology",
     "required_delivery_count",
@@ -95,5 +110,6 @@ __all__ = [
     "slug",
     "splits",
     "sql_texts",
+    "takes_part",
     "tolerated_outage",
 ]

@@ -20,7 +20,7 @@ import math
 from datetime import timedelta
 
 from ._specs import NamespaceKind, QueueSpec, SubscriptionSpec
-from ._tasks import TaskSpec
+from ._tasks import RetrySpec, TaskSpec
 from ._topology import Topology
 
 LOCK_SHARE = 0.8
@@ -77,11 +77,21 @@ def tolerated_outage(topology: Topology, task: TaskSpec, max_delivery_count: int
     return attempt_budget(topology, task) * attempts
 
 
+def longest_outage_tolerance(topology: Topology) -> timedelta:
+    """The longest ``retry.outageTolerance`` of the topology's tasks (the default tolerance when
+    it has none): how much later than its original a replica may still be delivered, its
+    messages having waited at the source through a target outage instead of being
+    dead-lettered. The streaming duplicate audit keeps message ids in state for this long."""
+    tolerances = [task.retry.outage_tolerance for task in topology.tasks]
+    return max(tolerances, default=RetrySpec().outage_tolerance)
+
+
 __all__ = [
     "DELIVERY_HEADROOM",
     "LOCK_SHARE",
     "MAX_ATTEMPT",
     "attempt_budget",
+    "longest_outage_tolerance",
     "required_delivery_count",
     "source_settings",
     "tolerated_outage",

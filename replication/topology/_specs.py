@@ -126,10 +126,10 @@ DEFAULT_HEARTBEAT_ENTITY = "replication-heartbeat"
 class HeartbeatSpec(SpecModel):
     """The topology's optional ``heartbeats`` section (off unless ``enabled``).
 
-    When enabled, every Service Bus namespace that is the source of a task publishes a small
-    heartbeat every ``interval`` on its topic ``entity``, and generated all-active tasks
-    replicate it to every namespace that namespace's tasks send to, so the receiving side can
-    tell a silent path from an idle one (see :mod:`._heartbeats`).
+    When enabled, every namespace that is the source of a task (Service Bus, or Event Hubs above
+    Basic) publishes a small heartbeat every ``interval`` on its topic or event hub ``entity``,
+    and generated all-active tasks replicate it to every namespace that namespace's tasks send
+    to, so the receiving side can tell a silent path from an idle one (see :mod:`._heartbeats`).
     """
 
     enabled: bool = False

@@ -136,27 +136,20 @@ def check_settings(namespaces: Iterable[NamespaceSpec], settings: Settings) -> N
             ) from None
 
 
-def servicebus_client(
-    namespace: NamespaceSpec, settings: Settings, **options: Any
-) -> ServiceBusClient:
-    """A Service Bus client for ``namespace`` (connection string or identity); ``options``
+def servicebus_client_from(access: NamespaceAccess, **options: Any) -> ServiceBusClient:
+    """A Service Bus client from resolved access (a connection string or identity); ``options``
     are the SDK client's keyword options (retries, for instance)."""
-    access = resolve_access(namespace, settings)
     if access.connection_string:
         return ServiceBusClient.from_connection_string(access.connection_string, **options)
     host, credential = access.token_access()
     return ServiceBusClient(host, credential, **options)
 
 
-def event_hub_client(
-    client_class: type[EventHubClient],
-    namespace: NamespaceSpec,
-    event_hub: str,
-    settings: Settings,
-    **options: Any,
+def event_hub_client_from(
+    client_class: type[EventHubClient], access: NamespaceAccess, event_hub: str, **options: Any
 ) -> EventHubClient:
-    """A producer or consumer client of ``client_class`` for one event hub of ``namespace``."""
-    access = resolve_access(namespace, settings)
+    """A producer or consumer client of ``client_class`` (sync or async) for one event hub,
+    from resolved access."""
     if access.connection_string:
         return client_class.from_connection_string(
             access.connection_string, eventhub_name=event_hub, **options
@@ -167,14 +160,37 @@ def event_hub_client(
     )
 
 
+def servicebus_client(
+    namespace: NamespaceSpec, settings: Settings, **options: Any
+) -> ServiceBusClient:
+    """A Service Bus client for ``namespace`` (connection string or identity); ``options``
+    are the SDK client's keyword options (retries, for instance)."""
+    return servicebus_client_from(resolve_access(namespace, settings), **options)
+
+
+def event_hub_client(
+    client_class: type[EventHubClient],
+    namespace: NamespaceSpec,
+    event_hub: str,
+    settings: Settings,
+    **options: Any,
+) -> EventHubClient:
+    """A producer or consumer client of ``client_class`` for one event hub of ``namespace``."""
+    return event_hub_client_from(
+        client_class, resolve_access(namespace, settings), event_hub, **options
+    )
+
+
 __all__ = [
     "KEY_VAULT_URI_SETTING",
     "MANAGED_IDENTITY",
     "NamespaceAccess",
     "check_settings",
     "event_hub_client",
+    "event_hub_client_from",
     "prefixed_credential",
     "resolve_access",
     "servicebus_client",
+    "servicebus_client_from",
     "token_credential",
 ]

@@ -8,6 +8,7 @@ failover waits for). The binding documents are read back from the store after ea
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 pytest.importorskip("proton", reason="the emulator needs python-qpid-proton")
 
 import emulator
+from replication.cli import main
 from replication.exit_codes import ExitCode
 from replication.failover import FailoverStore, Role, SwitchInProgressError
 from replication.failover._bindings import BindingDocument, parse_bindings
@@ -95,6 +97,52 @@ def test_a_dry_run_prints_the_steps_and_figures_and_changes_nothing(
     assert "replication backlog of orders-to-secondary: 0" in text
     assert "dry run: nothing changed" in text
     assert document(store, app) is None
+
+
+def test_the_dry_run_and_status_read_the_same_figures(
+    topology: Topology,
+    store: FailoverStore,
+    settings: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One reader for both: the backlog and RPO ``status --json`` reports are what the dry run
+    prints before the switch, with the same task lines."""
+    app = f"figures-{uuid.uuid4().hex[:6]}"
+    publish(settings["SB_PRIMARY"], [f"unreplicated-{i}" for i in range(3)])
+    try:
+        for name, value in settings.items():
+            monkeypatch.setenv(name, value)
+        assert main(["status", "--topology", str(EXAMPLE), "--json"]) == ExitCode.OK
+        report = json.loads(capsys.readouterr().out)
+        (task,) = [t for t in report["tasks"] if t["task"] == "orders-to-secondary"]
+        assert task["state"] == "replicating"  # three young messages: within lagThreshold
+        assert task["backlog"] == {"count": 3, "atLeast": False}
+        assert task["rpo"]["messages"] == 3
+        assert task["unreplicatedMessageIds"] == [f"unreplicated-{i}" for i in range(3)]
+        assert 0 <= task["oldestUnreplicatedSeconds"] < 60
+        code, text = run_switch(
+            topology,
+            store,
+            settings,
+            app,
+            target="secondary",
+            direction=Direction.FAILOVER,
+            dry_run=True,
+        )
+        assert code == ExitCode.OK
+        assert (
+            "replication backlog of orders-to-secondary: 3 (the RPO of a failover now: "
+            "3 messages, the last "
+        ) in text
+        assert (
+            "orders-to-secondary (primary/orders/Subscriptions/replication): backlog 3, "
+            "dead-lettered 0, parked 0"
+        ) in text, text
+        assert "REPLICATING; oldest unreplicated " in text
+    finally:
+        drain(settings["SB_PRIMARY"], "replication")
+        drain(settings["SB_PRIMARY"])
 
 
 def test_a_planned_failover_and_failback_move_publishers_then_consumers(

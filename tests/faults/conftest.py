@@ -11,6 +11,7 @@ LONGEST = (
     "test_sessions.py::test_a_session_enabled_all_active_pair_keeps_order_per_session_across_a_kill",
     "test_poison.py::test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone",
     "test_sessions.py::test_stream_to_queue_turns_partition_keys_into_ordered_sessions_across_a",
+    "test_status.py::test_status_follows_an_event_hubs_task_through_every_state",
 )
 """The longest fault tests (one to two minutes each; the others take 10 to 50 s). ``./dev.sh
 test`` runs this tier on several processes with pytest-xdist, whose load scheduling hands each

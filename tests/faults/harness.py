@@ -356,6 +356,41 @@ def topology_document(
     return document
 
 
+def event_hubs_document(*, partitions: int, consumer_group: str) -> dict[str, Any]:
+    """Two Event Hubs namespaces ``east`` and ``west`` with an event hub ``telemetry`` of
+    ``partitions`` partitions; one all-active task ``east-to-west`` reading it with
+    ``consumer_group`` and parking in the queue ``replication-parked`` of a Service Bus
+    namespace ``ops`` (an event hub has no dead-letter queue)."""
+    return {
+        "namespaces": [
+            {
+                "name": name, "region": name, "kind": "eventhubs",
+                "fullyQualifiedNamespace": f"{name}.servicebus.windows.net",
+                "connection": f"EH_{name.upper()}",
+                "eventHubs": [{"name": "telemetry", "partitionCount": partitions}],
+            }
+            for name in ("east", "west")
+        ] + [
+            {
+                "name": "ops", "region": "east", "kind": "servicebus",
+                "fullyQualifiedNamespace": "ops.servicebus.windows.net", "connection": "SB_OPS",
+                "queues": [{"name": "replication-parked"}],
+            }
+        ],
+        "tasks": [
+            {
+                "name": "east-to-west", "pattern": "all_active",
+                "source": {
+                    "namespace": "east", "entity": "telemetry", "consumerGroup": consumer_group
+                },
+                "targets": [{"namespace": "west", "entity": "telemetry"}],
+                "deadLetterTarget": {"namespace": "ops", "entity": "replication-parked"},
+                "retry": {"minBackoff": "PT0.2S", "maxBackoff": "PT1S"},
+            }
+        ],
+    }  # fmt: skip
+
+
 def originals(prefix: str, count: int, *, size: int = 64) -> list[ServiceBusMessage]:
     return [
         ServiceBusMessage(b"x" * size, message_id=f"{prefix}-{i}", application_properties={"n": i})

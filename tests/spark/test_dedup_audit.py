@@ -266,15 +266,22 @@ def test_streaming_counts_a_copy_outside_the_watermark_as_late(spark: Any, tmp_p
         path.write_text(json.dumps(item))
         os.utime(path, (now - 60 + index, now - 60 + index))
     out = tmp_path / "out"
-    code = main(["--input", f"r1={first}", "--input", f"r2={second}", "--format", "json",
-                 "--watermark", "30 seconds", "--output", str(out), "--streaming"])  # fmt: skip
-    assert code == 0
+    arguments = ["--input", f"r1={first}", "--input", f"r2={second}", "--format", "json",
+                 "--watermark", "30 seconds", "--output", str(out), "--streaming"]  # fmt: skip
+    assert main(arguments) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["late_records"] == 1
     assert report["streaming"]["micro_batches"] >= 3
     assert report["streaming"]["max_state_rows"] >= 1
     unique = sorted(r["message_id"] for r in spark.read.parquet(str(out / "unique")).collect())
     assert unique == ["a", "b", "c", "d"]
+
+    # The same audit again into the same folder streams the inputs from the start (an old
+    # checkpoint would resume after the files already read and count nothing late).
+    assert main(arguments) == 0
+    again = json.loads((out / "report.json").read_text())
+    assert again["late_records"] == 1
+    assert again["streaming"]["dropped_by_watermark"] == report["streaming"]["dropped_by_watermark"]
 
 
 def test_a_bad_input_path_is_a_clear_error(spark: Any, tmp_path: Path, caplog: Any) -> None:

@@ -130,8 +130,9 @@ def _document(name: str) -> dict[str, Any]:
 def test_heartbeats_are_fixed_traffic() -> None:
     """Heartbeats every 10 s on the two-region pair: each namespace publishes 0.1/s on its
     ``replication-heartbeat`` topic and receives the peer's 0.1/s replica. The topic has
-    ``replication-to-<peer>`` (one rule) and ``heartbeat-reader`` (TrueFilter): 0.2 sends,
-    0.4 evaluations, 0.1 + 0.2 = 0.3 receives, whatever the publish rate."""
+    ``replication-to-<peer>`` (one rule), ``heartbeat-reader`` and ``heartbeat-status``
+    (TrueFilters; nobody receives from the second, its messages expire): 0.2 sends, 0.6
+    evaluations, 0.1 + 0.2 = 0.3 receives, whatever the publish rate."""
     document = _document("two-region-all-active.json")
     document["heartbeats"] = {"enabled": True, "interval": "PT10S"}
     topology = parse_topology(document)
@@ -140,9 +141,9 @@ def test_heartbeats_are_fixed_traffic() -> None:
         for load in plan.namespaces:
             beat = load.entities["replication-heartbeat"]
             assert (beat.sends, beat.filter_evaluations, beat.receives) == pytest.approx(
-                (0.2, 0.4, 0.3)
+                (0.2, 0.6, 0.3)
             )
-            assert load.credits == pytest.approx(9 * rate + 0.9)
+            assert load.credits == pytest.approx(9 * rate + 1.1)
         assert plan.heartbeat_interval == 10
 
 

@@ -24,7 +24,9 @@ from replication.hosts.functions import build_app
 from replication.render.access import role_assignments
 from replication.topology import (
     HEARTBEAT_READER,
+    HEARTBEAT_STATUS,
     Topology,
+    heartbeat_lookback,
     heartbeat_paths,
     heartbeat_schedule,
     load_topology,
@@ -81,8 +83,18 @@ def test_materialize_adds_topics_loop_prevention_rules_and_reader_subscriptions(
     topic = _topic(topology, "weu", "replication-heartbeat")
     assert topic.default_message_time_to_live == timedelta(minutes=100)
     subscriptions = {s.name: s for s in topic.subscriptions}
-    assert sorted(subscriptions) == [HEARTBEAT_READER, "replication-to-eus", "replication-to-sea"]
+    assert sorted(subscriptions) == [
+        HEARTBEAT_READER,
+        HEARTBEAT_STATUS,
+        "replication-to-eus",
+        "replication-to-sea",
+    ]
     assert subscriptions[HEARTBEAT_READER].rules == []
+    # What status peeks: every heartbeat, kept for the look-back (twice heartbeatMaxAge, at
+    # least three intervals: here 3 x 10 min), so "none there" means "older than the threshold".
+    assert subscriptions[HEARTBEAT_STATUS].rules == []
+    assert subscriptions[HEARTBEAT_STATUS].default_message_time_to_live == timedelta(minutes=30)
+    assert heartbeat_lookback(topology) == timedelta(minutes=30)
     (rule,) = subscriptions["replication-to-eus"].rules
     assert rule.name == "$Default"
     assert rule.filter.sql == "replication IS NULL"
@@ -93,14 +105,83 @@ def test_materialize_adds_topics_loop_prevention_rules_and_reader_subscriptions(
     )
 
 
-def test_event_hub_namespaces_take_no_part() -> None:
-    topology = parse_topology(_with_heartbeats(STREAM))
-    kinds = {ns.name: ns.kind.value for ns in topology.namespaces}
-    for path in heartbeat_paths(topology):
-        assert kinds[path.origin] == kinds[path.target] == "servicebus"
-    for namespace in topology.namespaces:
-        if namespace.kind.value == "eventhubs":
-            assert "replication-heartbeat" not in namespace.entity_names()
+def test_event_hub_namespaces_get_a_heartbeat_hub_of_their_own() -> None:
+    """An Event Hubs source namespace publishes on an event hub of its own (never the user's
+    hub, whose consumers would see heartbeats as data); its heartbeat task reads that hub with a
+    consumer group of its own and parks where the path's first task parks; a receiving Event
+    Hubs namespace's hub gets the reader's consumer group (status reads ``$Default``)."""
+    document = _with_heartbeats(STREAM)
+    document["namespaces"].append(
+        {
+            "name": "ingest-copy", "region": "northeurope", "kind": "eventhubs",
+            "fullyQualifiedNamespace": "contoso-ingest-neu.servicebus.windows.net",
+            "connection": "EH_COPY", "eventHubs": [{"name": "devices", "partitionCount": 4}],
+        }
+    )  # fmt: skip
+    document["tasks"].append(
+        {
+            "name": "devices-to-copy", "pattern": "active_passive",
+            "source": {"namespace": "ingest", "entity": "devices", "consumerGroup": "copy"},
+            "targets": [{"namespace": "ingest-copy", "entity": "devices"}],
+            "deadLetterTarget": {"namespace": "standby", "entity": "device-events-rejected"},
+            "options": {"replicaTimeToLive": "PT1H"},
+        }
+    )  # fmt: skip
+    topology = materialize(parse_topology(document, source="stream.json"))
+    paths = [(p.origin, p.target, p.task) for p in heartbeat_paths(topology)]
+    assert paths == [
+        ("primary", "standby", "heartbeat-primary-to-standby"),
+        ("ingest", "standby", "heartbeat-ingest-to-standby"),
+        ("ingest", "ingest-copy", "heartbeat-ingest-to-ingest-copy"),
+    ]
+    task = topology.resolved("heartbeat-ingest-to-standby")
+    assert task.spec.source.describe() == (
+        "ingest/replication-heartbeat/ConsumerGroups/replication-to-standby"
+    )
+    assert [t.entity_path for t in task.spec.targets] == ["standby/replication-heartbeat"]
+    assert task.spec.dead_letter_target is not None
+    assert task.spec.dead_letter_target.entity_path == "standby/device-events-rejected"
+    hubs = {hub.name: hub for hub in topology.namespace("ingest").event_hubs}
+    assert hubs["devices"].consumer_groups == ["replication", "copy"]  # the user's, unchanged
+    assert hubs["replication-heartbeat"].partition_count == 1
+    assert hubs["replication-heartbeat"].consumer_groups == [
+        "replication-to-standby",
+        "replication-to-ingest-copy",
+    ]
+    (received,) = [
+        hub for hub in topology.namespace("ingest-copy").event_hubs if hub.name != "devices"
+    ]
+    assert received.consumer_groups == [HEARTBEAT_READER]
+    topic = _topic(topology, "standby", "replication-heartbeat")
+    assert {s.name for s in topic.subscriptions} == {HEARTBEAT_READER, HEARTBEAT_STATUS}
+    functions = {
+        str(f.get_function_name()): json.loads(f.get_function_json())
+        for f in build_app(parse_topology(document), environ={}).get_functions()
+    }
+    (reader,) = functions["heartbeat-read-ingest-copy"]["bindings"]
+    assert reader["type"] == "eventHubTrigger"
+    assert (reader["eventHubName"], reader["consumerGroup"]) == (
+        "replication-heartbeat",
+        HEARTBEAT_READER,
+    )
+    (task_trigger, *_) = functions["heartbeat-ingest-to-standby"]["bindings"]
+    assert (task_trigger["eventHubName"], task_trigger["consumerGroup"]) == (
+        "replication-heartbeat",
+        "replication-to-standby",
+    )
+    roles = {(r.namespace, r.entity, r.role) for r in role_assignments(topology)}
+    assert ("contoso-ingest", "replication-heartbeat", "sender") in roles  # the timer
+    assert ("contoso-ingest-neu", "replication-heartbeat", "receiver") in roles  # the reader
+
+
+def test_a_basic_event_hubs_namespace_takes_no_part() -> None:
+    """Basic allows one consumer group per event hub: no heartbeat task could read its hub
+    beside the reader, so its paths are left out (status then shows no heartbeat path)."""
+    document = _with_heartbeats(STREAM)
+    document["namespaces"][2]["sku"] = "Basic"
+    topology = parse_topology(document)
+    assert [p.origin for p in heartbeat_paths(topology)] == ["primary"]
+    assert "replication-heartbeat" not in topology.namespace("ingest").entity_names()
 
 
 def test_custom_entity_and_the_functions_and_roles_it_needs() -> None:

@@ -19,6 +19,7 @@ from replication.topology import (
     Topology,
     bounded,
     load_topology,
+    longest_outage_tolerance,
     materialize,
     parse_topology,
     required_delivery_count,
@@ -233,6 +234,20 @@ def test_replication_subscriptions_get_the_delivery_count_the_tolerance_needs() 
     assert subscriptions["dashboard"].max_delivery_count == 10
     shorter = parse_topology(_mesh(retry={"outageTolerance": "PT10M"}))
     assert _subscriptions(shorter, "weu")["replication-to-neu"].max_delivery_count == 23
+
+
+def test_the_longest_outage_tolerance_is_the_longest_of_the_tasks() -> None:
+    """What the streaming duplicate audit's watermark defaults to (spark/README.md)."""
+    assert longest_outage_tolerance(parse_topology(_mesh())) == timedelta(hours=1)
+    document = _mesh(retry={"outageTolerance": "PT3H"})
+    second = copy.deepcopy(document["tasks"][0])
+    second.update(name="orders-from-neu", retry={"outageTolerance": "PT10M"})
+    second["source"] = {**second["source"], "namespace": "neu"}
+    second["targets"] = [{"namespace": "weu", "entity": "orders"}]
+    document["tasks"].append(second)
+    assert longest_outage_tolerance(parse_topology(document)) == timedelta(hours=3)
+    no_tasks = {"namespaces": [_servicebus("weu")]}
+    assert longest_outage_tolerance(parse_topology(no_tasks)) == timedelta(hours=1)
 
 
 def test_an_explicit_delivery_count_is_kept_when_it_is_large_enough() -> None:

@@ -5,8 +5,14 @@
   (:func:`salvaged_event`), and to an event to send (:func:`to_event_data`);
 - ``_loops``: the local host's receive loops, one consumer per partition
   (:func:`run_event_hub_source`), checkpointing after each batch the runner accepted;
-- ``_reread``: :class:`EventReader`, single events read back by partition and sequence number
-  (``redrive`` restores an event whose parked copy is only a notice);
+- ``_reread``: :class:`EventReader`, events read back by partition and sequence number or
+  time (``redrive`` restores an event whose parked copy is only a notice; ``status`` reads the
+  oldest event a task has not replicated);
+- ``_heartbeats``: the heartbeat reader of a receiving Event Hubs namespace
+  (:func:`run_heartbeat_reader`) and ``status``'s read of its newest heartbeats
+  (:func:`read_latest_heartbeats`);
+- ``_receiving``: the SDK's blocking receive run until a stop, its errors raised for
+  :func:`~replication.runtime.supervise` (what ``_loops`` and ``_heartbeats`` share);
 - ``_checkpoints``: :func:`checkpoint_store`, the blob checkpoint store of local runs, in the
   storage account ``AzureWebJobsStorage`` names.
 """
@@ -19,6 +25,7 @@ from ._checkpoints import (
     checkpoint_store,
 )
 from ._conversion import envelope_from_event, salvaged_event, to_event_data
+from ._heartbeats import read_latest_heartbeats, run_heartbeat_reader
 from ._loops import RETRY_MAX_SECONDS, RETRY_MIN_SECONDS, run_event_hub_source
 from ._reread import REREAD_CONSUMER_GROUP, EventReader, ReadEvent
 
@@ -34,7 +41,9 @@ __all__ = [
     "ReadEvent",
     "checkpoint_store",
     "envelope_from_event",
+    "read_latest_heartbeats",
     "run_event_hub_source",
+    "run_heartbeat_reader",
     "salvaged_event",
     "to_event_data",
 ]

@@ -33,6 +33,7 @@ from replication.topology import EntityRef, NamespaceSpec
 from replication.transport.connections import event_hub_client
 
 from ._conversion import envelope_from_event, salvaged_event
+from ._receiving import receive_until_stopped
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +116,6 @@ def _run_partition(
         consumer_group=source.consumer_group or "$Default",
         checkpoint_store=checkpoints,
     )
-    failure: list[BaseException] = []
 
     def on_batch(context: PartitionContext, events: list[EventData]) -> None:
         if not events:
@@ -123,31 +123,19 @@ def _run_partition(
         else:
             _handle_event_batch(context, events, source, runner, stop, status, checkpoints)
 
-    def on_error(_context: PartitionContext | None, error: Exception) -> None:
-        failure.append(error)
-
-    worker = threading.Thread(
-        target=consumer.receive_batch,
-        kwargs={
+    receive_until_stopped(
+        consumer,
+        consumer.receive_batch,
+        {
             "on_event_batch": on_batch,
-            "on_error": on_error,
             "partition_id": partition,
             "max_batch_size": max_batch_size,
             "max_wait_time": 1,
             "starting_position": "-1",
         },
-        daemon=True,
+        stop,
+        what=f"{source.describe()} partition {partition}",
     )
-    worker.start()
-    try:
-        while not stop.wait(1):
-            if failure:
-                raise failure.pop()
-            if not worker.is_alive():
-                raise ConnectionError(f"partition {partition}: the consumer stopped")
-    finally:
-        consumer.close()
-        worker.join(timeout=10)
 
 
 def _handle_event_batch(

@@ -1,4 +1,4 @@
-"""Read single events back from an event hub by partition and sequence number, for ``redrive``.
+"""Read events back from an event hub by partition and position, for ``redrive`` and ``status``.
 
 An event whose parked copy is only a notice (its body too large for the parking queue, or a body
 the SDK cannot give exactly) is not lost: it stays in its event hub, and the notice records its
@@ -10,16 +10,23 @@ Standard, up to 90 on Premium and Dedicated). :meth:`EventReader.retained` tells
 partition's properties whether a sequence number is still there; after retention the event is
 gone from the hub, and the notice stays parked with that reason.
 
-Events are read with a plain (non-epoch) receiver of the consumer group ``$Default``: the
-Functions host and the local host hold epoch receivers on the task's own consumer group, which
-would refuse this one. Nothing is checkpointed.
+``status`` reads with it the enqueue time of the oldest event a task has not replicated
+(:meth:`EventReader.read`, at the checkpoint's next sequence number) and the heartbeats of a
+heartbeat event hub's look-back window (:meth:`EventReader.read_since`).
+
+Events are read with a plain (non-epoch) receiver of the consumer group ``$Default`` unless
+another is named: the Functions host and the local host hold epoch receivers on the task's own
+consumer group, which would refuse this one. A plain receiver never disturbs an epoch receiver
+(Event Hubs refuses the plain one instead). Nothing is checkpointed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from azure.eventhub import EventData, EventHubConsumerClient, PartitionContext
 
@@ -63,11 +70,15 @@ class EventReader:
         settings: Settings,
         *,
         wait_seconds: float = 5.0,
+        consumer_group: str = REREAD_CONSUMER_GROUP,
+        client_options: dict[str, Any] | None = None,
     ) -> None:
         self._namespace = namespace
         self._event_hub = event_hub
         self._settings = settings
         self._wait = wait_seconds
+        self._group = consumer_group
+        self._options = client_options or {}
         self._client: EventHubConsumerClient | None = None
 
     def _consumer(self) -> EventHubConsumerClient:
@@ -76,14 +87,18 @@ class EventReader:
             self._namespace,
             self._event_hub,
             self._settings,
-            consumer_group=REREAD_CONSUMER_GROUP,
+            consumer_group=self._group,
+            **self._options,
         )
+
+    def _properties(self, partition: str) -> dict[str, Any]:
+        if self._client is None:
+            self._client = self._consumer()
+        return dict(self._client.get_partition_properties(partition))
 
     def retained(self, partition: str, sequence: int) -> bool:
         """Whether the partition still holds the event with this sequence number."""
-        if self._client is None:
-            self._client = self._consumer()
-        properties = self._client.get_partition_properties(partition)
+        properties = self._properties(partition)
         if properties.get("is_empty"):
             return False
         first = int(properties.get("beginning_sequence_number", 0))
@@ -93,37 +108,73 @@ class EventReader:
     def read(self, partition: str, sequence: int) -> ReadEvent | None:
         """The event at ``sequence`` in ``partition``, or None when the hub no longer has it
         (nothing arrived from there within the wait)."""
+        found = self._receive(partition, sequence, prefetch=1, enough=lambda _: True)
+        event = found[0] if found else None
+        if event is None or event.sequence_number != sequence:
+            return None
+        return ReadEvent(event)
+
+    def read_since(self, partition: str, since: datetime) -> list[ReadEvent]:
+        """The events ``partition`` received from ``since`` on, up to the last one it held when
+        asked (none when nothing arrived since)."""
+        properties = self._properties(partition)
+        last = int(properties.get("last_enqueued_sequence_number", -1))
+        newest = properties.get("last_enqueued_time_utc")
+        if properties.get("is_empty") or last < 0:
+            return []
+        if isinstance(newest, datetime) and newest < since:
+            return []
+
+        def at_last(event: EventData) -> bool:
+            return (event.sequence_number or -1) >= last
+
+        found = self._receive(partition, since, prefetch=300, enough=at_last)
+        return [ReadEvent(event) for event in found]
+
+    def _receive(
+        self,
+        partition: str,
+        start: int | datetime,
+        *,
+        prefetch: int,
+        enough: Callable[[EventData], bool],
+    ) -> list[EventData]:
+        """Events of ``partition`` from ``start`` (inclusive) until one is ``enough``, or none
+        arrives within the wait."""
         found: list[EventData] = []
-        arrived = threading.Event()
+        done = threading.Event()
         consumer = self._consumer()
 
         def on_event(_context: PartitionContext, event: EventData | None) -> None:
-            if event is not None and not found:
+            if done.is_set():
+                return
+            if event is not None:
                 found.append(event)
-            arrived.set()
+            if event is None or enough(event):
+                done.set()
 
         worker = threading.Thread(
             target=consumer.receive,
             kwargs={
                 "on_event": on_event,
                 "partition_id": partition,
-                "starting_position": sequence,
+                "starting_position": start,
                 "starting_position_inclusive": True,
                 "max_wait_time": self._wait,
-                "prefetch": 1,
+                "prefetch": prefetch,
             },
             daemon=True,
         )
         worker.start()
         try:
-            arrived.wait(self._wait * 2)
+            seen = -1
+            # Wait while events keep arriving; stop after a wait without progress.
+            while not done.wait(self._wait * 2) and len(found) != seen:
+                seen = len(found)
         finally:
             consumer.close()
             worker.join(timeout=10)
-        event = found[0] if found else None
-        if event is None or event.sequence_number != sequence:
-            return None
-        return ReadEvent(event)
+        return list(found)
 
     def close(self) -> None:
         if self._client is not None:

@@ -6,13 +6,10 @@
 - ``_blobs``: :class:`BlobFailoverStore`, the container of binding documents (read with
   ``If-None-Match``, switched under a blob lease) and consumer states (snapshot plus append
   journal);
-- ``_backlog``: what a switch waits for (replication backlogs, unreplicated MessageIds,
-  messages published directly to a namespace that must drain before a failback);
 - ``_event_hubs``: partition readers with the application's checkpoint store (a translated start
   time where a partition has no checkpoint), and the removal of stale checkpoints.
 """
 
-from ._backlog import Backlog, BacklogReader
 from ._blobs import (
     CONTAINER_SETTING,
     DEFAULT_CONTAINER,
@@ -61,8 +58,6 @@ __all__ = [
     "AsyncEventHubPublishChannel",
     "AsyncServiceBusConsumeChannel",
     "AsyncServiceBusPublishChannel",
-    "Backlog",
-    "BacklogReader",
     "BatchHandler",
     "BindingLease",
     "BlobFailoverStore",

@@ -38,7 +38,7 @@ from replication.envelope import PropertyValue
 from replication.exceptions import ForwardError, PermanentForwardError
 
 from .._properties import decode_properties
-from ..connections import NamespaceAccess
+from ..connections import NamespaceAccess, event_hub_client_from, servicebus_client_from
 from ..errors import translate
 
 CLIENT_RETRIES: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.2}
@@ -122,11 +122,7 @@ def _access(access: str | NamespaceAccess) -> NamespaceAccess:
 
 def servicebus_client(access: str | NamespaceAccess, **options: Any) -> ServiceBusClient:
     """A Service Bus client from a connection string or identity-based access."""
-    resolved = _access(access)
-    if resolved.connection_string:
-        return ServiceBusClient.from_connection_string(resolved.connection_string, **options)
-    host, credential = resolved.token_access()
-    return ServiceBusClient(host, credential, **options)
+    return servicebus_client_from(_access(access), **options)
 
 
 def async_servicebus_client(access: str | NamespaceAccess, **options: Any) -> AsyncServiceBusClient:
@@ -142,15 +138,7 @@ def event_hub_client(
     client_class: Any, access: str | NamespaceAccess, hub: str, **options: Any
 ) -> Any:
     """A producer or consumer client (sync or async ``client_class``) for one event hub."""
-    resolved = _access(access)
-    if resolved.connection_string:
-        return client_class.from_connection_string(
-            resolved.connection_string, eventhub_name=hub, **options
-        )
-    host, credential = resolved.token_access()
-    return client_class(
-        fully_qualified_namespace=host, eventhub_name=hub, credential=credential, **options
-    )
+    return event_hub_client_from(client_class, _access(access), hub, **options)
 
 
 def _too_large(message_id: object, index: int, label: str, acknowledged: set[int]) -> ForwardError:

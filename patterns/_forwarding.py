@@ -43,7 +43,7 @@ def forward_to_targets(
             return [Skip(envelope, "already a replica: all-active replicates originals only")]
         decisions: list[Decision] = []
         for target in targets if targets is not None else context.targets:
-            verdict = check_forward(envelope, target.namespace, context.max_hops)
+            verdict = check_forward(envelope, target.namespace, context.max_hops, state=state)
             if not verdict.forward:
                 decisions.append(Skip(envelope, f"{target}: {verdict.explanation}"))
                 continue
@@ -51,6 +51,9 @@ def forward_to_targets(
                 replica if replica is not None else envelope,
                 source_namespace=context.source_namespace,
                 target_namespace=target.namespace,
+                # The replica carries exactly the original's replication properties (above),
+                # so their state is the one already read.
+                state=state,
             )
             decisions.append(Forward(envelope, stamped, target))
     except MalformedReplicationPropertyError as error:

@@ -16,7 +16,7 @@ import dataclasses
 import enum
 
 from replication.envelope import Envelope
-from replication.properties import read_state
+from replication.properties import ReplicationState, read_state
 
 
 class LoopVerdict(enum.StrEnum):
@@ -39,14 +39,22 @@ class LoopDecision:
         return self.verdict is LoopVerdict.FORWARD
 
 
-def check_forward(envelope: Envelope, target_namespace: str, max_hops: int) -> LoopDecision:
-    """Decide whether ``envelope`` may be replicated into ``target_namespace``.
+def check_forward(
+    envelope: Envelope,
+    target_namespace: str,
+    max_hops: int,
+    *,
+    state: ReplicationState | None = None,
+) -> LoopDecision:
+    """Decide whether ``envelope`` may be replicated into ``target_namespace``; ``state``:
+    :func:`~replication.properties.read_state` of its properties, when already read.
 
     Raises:
         MalformedReplicationPropertyError: the message's ``repl-hops`` cannot be read; the caller
             dead-letters it rather than risk a loop.
     """
-    state = read_state(envelope.application_properties)
+    if state is None:
+        state = read_state(envelope.application_properties)
     if target_namespace in state.visited:
         return LoopDecision(
             LoopVerdict.ALREADY_VISITED,

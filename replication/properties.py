@@ -195,6 +195,9 @@ def format_timestamp(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     moment = moment.astimezone(UTC)
+    if moment.year >= 1000:
+        # The same text as the strftime below (every replica's stamp: a third of the time).
+        return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -249,12 +252,20 @@ def _append(properties: Mapping[str, PropertyValue], name: str, value: str) -> s
     return f"{_text(previous, name)}{SEPARATOR}{value}"
 
 
-def stamp(envelope: Envelope, *, source_namespace: str, target_namespace: str) -> Envelope:
+def stamp(
+    envelope: Envelope,
+    *,
+    source_namespace: str,
+    target_namespace: str,
+    state: ReplicationState | None = None,
+) -> Envelope:
     """Return the replica of ``envelope`` to be enqueued in ``target_namespace``.
 
     ``envelope`` is the message as received from ``source_namespace`` (its broker facts are
     the source's). The replica keeps every application property, including ``replication``,
     and gets the stamped properties described in the module docstring. The input is not changed.
+    ``state``: :func:`read_state` of ``envelope``'s properties when the caller has read it
+    already (it is not read again).
 
     Raises:
         MalformedReplicationPropertyError: see :func:`read_state`; also when a property that
@@ -262,7 +273,8 @@ def stamp(envelope: Envelope, *, source_namespace: str, target_namespace: str) -
             binary that is not UTF-8.
     """
     properties = envelope.application_properties
-    state = read_state(properties)
+    if state is None:
+        state = read_state(properties)
     origin = state.origin or source_namespace
     path = list(state.path) or [origin]
     if path[-1] != source_namespace:

@@ -19,7 +19,6 @@ from replication.hosts.local import LocalHost
 from replication.settings import Settings
 from replication.telemetry import configure_local_telemetry
 
-from ._live import show_live
 from ._options import add_topology_option, topology_of
 
 
@@ -82,4 +81,7 @@ def _wait_with_table(host: LocalHost, args: argparse.Namespace) -> None:
             done.set()
 
         threading.Thread(target=idle, name="until-idle", daemon=True).start()
+    # Only on a terminal: rich takes a tenth of a second of CPU to import.
+    from ._live import show_live
+
     show_live(host, done)

@@ -24,7 +24,7 @@ from replication.topology import (
     heartbeat_origins,
     heartbeat_receivers,
 )
-from replication.transport import eventhubs, servicebus
+from replication.transport import servicebus
 from replication.transport.senders import SenderFactory
 
 from ._messages import HeartbeatBook, publish_forever
@@ -54,8 +54,13 @@ def start_heartbeats(
     for name in heartbeat_receivers(topology):
         status = TaskStatus()
         namespace = topology.namespace(name)
-        loop = (
-            functools.partial(
+        loop: functools.partial[None]
+        if namespace.kind is NamespaceKind.EVENTHUBS:
+            # Imported here: azure-eventhub loads only for a topology with an event hub (a
+            # tenth of a second of the local host's start-up otherwise, issue 26).
+            from replication.transport import eventhubs
+
+            loop = functools.partial(
                 eventhubs.run_heartbeat_reader,
                 namespace,
                 spec.entity,
@@ -65,8 +70,8 @@ def start_heartbeats(
                 settings=settings,
                 lookback=heartbeat_lookback(topology),
             )
-            if namespace.kind is NamespaceKind.EVENTHUBS
-            else functools.partial(
+        else:
+            loop = functools.partial(
                 servicebus.run_heartbeat_reader,
                 namespace,
                 spec.entity,
@@ -75,7 +80,6 @@ def start_heartbeats(
                 status,
                 settings=settings,
             )
-        )
         threads.append(
             threading.Thread(
                 target=supervise,

@@ -17,7 +17,7 @@ from typing import Protocol
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from replication.envelope import Envelope
+from replication.envelope import Envelope, PropertyUpdate
 from replication.planning import Target
 from replication.settings import Settings
 from replication.telemetry import TaskTelemetry
@@ -42,9 +42,15 @@ class LazySender:
         self._source = source
         self._target = target
 
-    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
+    def send(
+        self,
+        envelopes: Sequence[Envelope],
+        *,
+        timeout: float | None = None,
+        update: PropertyUpdate | None = None,
+    ) -> None:
         sender = self._source.sender(self._target.namespace, self._target.entity)
-        sender.send(envelopes, timeout=timeout)
+        sender.send(envelopes, timeout=timeout, update=update)
 
 
 def task_telemetry(

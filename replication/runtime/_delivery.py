@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from replication.envelope import Envelope
+from replication.envelope import Envelope, PropertyUpdate
 from replication.exceptions import ForwardError, PermanentForwardError, TransientForwardError
 from replication.planning import DeadLetter, Decision, Forward, Target
 from replication.telemetry import BatchTelemetry
@@ -33,9 +33,17 @@ logger = logging.getLogger(__name__)
 class TargetSender(Protocol):
     """Sends envelopes to one entity, in order; raises ForwardError subclasses on failure,
     with the positions of the envelopes already acknowledged. ``timeout`` (seconds) bounds the
-    call, so that one send to a target that hangs cannot outlast the invocation's budget."""
+    call, so that one send to a target that hangs cannot outlast the invocation's budget.
+    ``update``: application properties every envelope is sent with instead of its own (the
+    send span's trace context), applied where the sender copies the properties anyway."""
 
-    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None: ...
+    def send(
+        self,
+        envelopes: Sequence[Envelope],
+        *,
+        timeout: float | None = None,
+        update: PropertyUpdate | None = None,
+    ) -> None: ...
 
 
 @dataclasses.dataclass
@@ -112,11 +120,11 @@ class Sending:
         target = str(delivery.target)
         while delivery.pending:
             chunk = delivery.pending[:1] if delivery.one_by_one else delivery.pending
-            replicas = self._sensor.on_send(
-                target, delivery.target.entity, [i.envelope for i in chunk]
-            )
+            update = self._sensor.on_send(target, delivery.target.entity, len(chunk))
             try:
-                sender.send(replicas, timeout=self._budget.timeout())
+                sender.send(
+                    [i.envelope for i in chunk], timeout=self._budget.timeout(), update=update
+                )
                 acknowledged = frozenset(range(len(chunk)))
                 error: ForwardError | None = None
             except ForwardError as failure:

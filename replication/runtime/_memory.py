@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from replication.envelope import Envelope
+from replication.envelope import Envelope, PropertyUpdate
 from replication.exceptions import PermanentForwardError, TransientForwardError
 
 
@@ -37,12 +37,20 @@ class MemoryTarget:
         self.unavailable = unavailable
         self.accept_per_call = accept_per_call
 
-    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
-        """Store ``envelopes`` in order up to the first injected failure, which is raised with
-        the positions of the envelopes stored before it."""
+    def send(
+        self,
+        envelopes: Sequence[Envelope],
+        *,
+        timeout: float | None = None,
+        update: PropertyUpdate | None = None,
+    ) -> None:
+        """Store ``envelopes`` (with ``update`` applied) in order up to the first injected
+        failure, which is raised with the positions of the envelopes stored before it."""
         self.send_calls += 1
         if self.unavailable:
             raise TransientForwardError("target unavailable", target=self.name)
+        if update is not None:
+            envelopes = [update.applied(envelope) for envelope in envelopes]
         for index, envelope in enumerate(envelopes):
             acknowledged = frozenset(range(index))
             if self.accept_per_call is not None and index >= self.accept_per_call:

@@ -48,15 +48,17 @@ Recording never raises into replication: the API and SDK swallow their own error
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from replication.envelope import Envelope
+from replication.envelope import Envelope, PropertyUpdate
 from replication.settings import TELEMETRY_SETTING, telemetry_on
 
 INSTRUMENTATION_NAME = "replication"
@@ -123,20 +125,52 @@ def error_type(error: BaseException) -> str:
 
 def trace_context(envelope: Envelope) -> otel_context.Context | None:
     """The W3C trace context the producer put on ``envelope``, if any (None if invalid)."""
-    properties = envelope.application_properties
+    span_context = producer_span_context(envelope.application_properties)
+    if span_context is None:
+        return None
+    return trace.set_span_in_context(trace.NonRecordingSpan(span_context))
+
+
+# W3C Trace Context, ``traceparent``: version-trace id-parent id-flags, lowercase hex
+# (https://www.w3.org/TR/trace-context/#traceparent-header-field-values), as
+# TraceContextTextMapPropagator reads it.
+_TRACEPARENT = re.compile(
+    r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$"
+)
+
+
+def producer_span_context(properties: Mapping[str, Any]) -> trace.SpanContext | None:
+    """The producer's span context in these application properties (``traceparent``, else
+    ``Diagnostic-Id``; ``tracestate``), if any (None if invalid).
+
+    Every message of a batch is read, so a ``traceparent`` alone (what the Azure SDKs write) is
+    parsed here by the propagator's rules, without the Context that its ``extract`` builds for
+    each message (more than half of the cost); a message with a ``tracestate`` goes through
+    the propagator itself, which also bounds and parses the state.
+    """
     parent = properties.get(TRACE_PARENT) or properties.get(DIAGNOSTIC_ID)
     if isinstance(parent, bytes):
         parent = parent.decode("ascii", "replace")
     if not isinstance(parent, str):
         return None
-    carrier = {TRACE_PARENT: parent}
     state = properties.get(TRACE_STATE)
     if isinstance(state, str):
-        carrier[TRACE_STATE] = state
-    extracted = _PROPAGATOR.extract(carrier)
-    if not trace.get_current_span(extracted).get_span_context().is_valid:
+        extracted = _PROPAGATOR.extract({TRACE_PARENT: parent, TRACE_STATE: state})
+        span_context = trace.get_current_span(extracted).get_span_context()
+        return span_context if span_context.is_valid else None
+    match = _TRACEPARENT.match(parent)
+    if match is None:
         return None
-    return extracted
+    version, trace_id, span_id, flags, rest = match.groups()
+    if version == "ff" or (version == "00" and rest):
+        return None  # ff is forbidden; version 00 has nothing after the flags
+    span_context = trace.SpanContext(
+        trace_id=int(trace_id, 16),
+        span_id=int(span_id, 16),
+        is_remote=True,
+        trace_flags=trace.TraceFlags(int(flags, 16)),
+    )
+    return span_context if span_context.is_valid else None
 
 
 class BatchTelemetry:
@@ -163,10 +197,11 @@ class BatchTelemetry:
     def on_skip(self, reason: str) -> None:
         """The pattern settled a message without a replica (``reason``: its free text)."""
 
-    def on_send(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
-        """Replicas about to be sent to ``target``: returned as they must be sent, carrying the
-        send span's trace context."""
-        return envelopes
+    def on_send(self, target: str, entity: str, count: int) -> PropertyUpdate | None:
+        """``count`` replicas are about to be sent to ``target``; what they must carry instead
+        of their own trace properties (the send span's context), which the sender writes while
+        it builds each SDK message. None: they keep theirs."""
+        return None
 
     def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
         """``target`` acknowledged replicas, whose sources were enqueued at ``enqueued`` (epoch
@@ -218,6 +253,7 @@ class TaskTelemetry:
             self._span_attributes[CONSUMER_GROUP] = consumer_group
         self._span_name = f"process {source_entity or task}"
         self._target_attributes: dict[tuple[str, str], dict[str, str]] = {}
+        self._forwarded_attributes: dict[str, dict[str, str]] = {}
         self._tracer_provider = tracer_provider
         meter = (meter_provider or metrics.get_meter_provider()).get_meter(INSTRUMENTATION_NAME)
         self._tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(
@@ -275,11 +311,17 @@ class TaskTelemetry:
         if not self.enabled or not enqueued:
             return
         attributes = self.target_attributes(target)
-        self._messages.add(len(enqueued), {**attributes, OUTCOME: FORWARDED})
+        counted = self._forwarded_attributes.get(target)
+        if counted is None:
+            counted = self._forwarded_attributes[target] = {**attributes, OUTCOME: FORWARDED}
+        self._messages.add(len(enqueued), counted)
+        # One observation per replica (the histogram's count is the replicas forwarded); one
+        # clock reading and one attribute set for all of them.
         now = time.time()
+        record = self._lag.record
         for when in enqueued:
             if when is not None:
-                self._lag.record(max(0.0, now - when), attributes)
+                record(max(0.0, now - when), attributes)
 
     def dead_lettered(self, target: str, reason: str) -> None:
         if self.enabled:
@@ -370,7 +412,7 @@ class _RecordingBatch(_Recording):
     def __init__(self, telemetry: TaskTelemetry, envelopes: Sequence[Envelope]) -> None:
         super().__init__(telemetry)
         self._envelopes = envelopes
-        self._sends: dict[str, tuple[trace.Span, dict[str, str], list[int]]] = {}
+        self._sends: dict[str, tuple[trace.Span, PropertyUpdate | None, list[int]]] = {}
         self._process: trace.Span = trace.INVALID_SPAN
         self._started = 0.0
         self._tracing = False
@@ -382,22 +424,27 @@ class _RecordingBatch(_Recording):
         self._tracing = telemetry.tracing()
         if not self._tracing:
             return self
-        links: list[trace.Link] = []
-        parents: set[tuple[int, int]] = set()
-        parent: otel_context.Context | None = None
-        seen: dict[object, otel_context.Context | None] = {}
+        # One link per distinct producer context: a batch of one producer's messages carries
+        # the same context many times, and it is read and linked once.
+        links: dict[tuple[int, int], trace.Link] = {}
+        traced = 0
+        parent: trace.SpanContext | None = None
+        seen: dict[object, trace.SpanContext | None] = {}
         for envelope in self._envelopes:
-            # One producer's batch carries one context many times: extract it once.
             key = _trace_key(envelope)
             if key is None:
                 continue
-            extracted = seen[key] if key in seen else seen.setdefault(key, trace_context(envelope))
-            if extracted is None:
-                continue
-            span_context = trace.get_current_span(extracted).get_span_context()
-            links.append(trace.Link(span_context))
-            parents.add((span_context.trace_id, span_context.span_id))
-            parent = extracted
+            if key in seen:
+                span_context = seen[key]
+            else:
+                span_context = seen[key] = producer_span_context(envelope.application_properties)
+                if span_context is not None:
+                    ids = (span_context.trace_id, span_context.span_id)
+                    if ids not in links:
+                        links[ids] = trace.Link(span_context)
+            if span_context is not None:
+                traced += 1
+                parent = span_context
         attributes: dict[str, str | int] = {
             **telemetry._span_attributes,
             BATCH_COUNT: len(self._envelopes),
@@ -406,10 +453,14 @@ class _RecordingBatch(_Recording):
             telemetry._span_name,
             # A parent only when every message shares it: picking one of several would put
             # the others' replicas in a stranger's trace (messaging conventions: links).
-            context=parent if len(parents) == 1 and len(links) == len(self._envelopes) else None,
+            context=(
+                trace.set_span_in_context(trace.NonRecordingSpan(parent))
+                if parent is not None and len(links) == 1 and traced == len(self._envelopes)
+                else None
+            ),
             kind=trace.SpanKind.CONSUMER,
             attributes=attributes,
-            links=links,
+            links=list(links.values()),
         )
         return self
 
@@ -429,9 +480,9 @@ class _RecordingBatch(_Recording):
         self._process.end()
         self._telemetry._record_duration(time.perf_counter() - self._started, error)
 
-    def on_send(self, target: str, entity: str, envelopes: list[Envelope]) -> list[Envelope]:
+    def on_send(self, target: str, entity: str, count: int) -> PropertyUpdate | None:
         if not self._tracing:
-            return envelopes
+            return None
         entry = self._sends.get(target)
         if entry is None:
             telemetry = self._telemetry
@@ -444,22 +495,29 @@ class _RecordingBatch(_Recording):
             )
             carrier: dict[str, str] = {}
             _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
-            entry = self._sends[target] = (span, carrier, [0])
-        carrier = entry[1]
-        if TRACE_PARENT not in carrier:
-            return envelopes
-        updates = {TRACE_PARENT: carrier[TRACE_PARENT], DIAGNOSTIC_ID: carrier[TRACE_PARENT]}
-        state = carrier.get(TRACE_STATE)
-        if state is not None:
-            updates[TRACE_STATE] = state
-            return [e.with_properties(updates) for e in envelopes]
-        return [e.with_properties(updates, remove=(TRACE_STATE,)) for e in envelopes]
+            entry = self._sends[target] = (span, _trace_update(carrier), [0])
+        return entry[1]
 
     def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
         super().on_sent(target, enqueued)
         entry = self._sends.get(target)
         if entry is not None:
             entry[2][0] += len(enqueued)
+
+
+def _trace_update(carrier: Mapping[str, str]) -> PropertyUpdate | None:
+    """What replicas carry of the send span's context ``carrier`` (injected): ``traceparent``
+    and ``Diagnostic-Id``, and its ``tracestate`` or none. None when nothing was injected (the
+    span has no valid context)."""
+    parent = carrier.get(TRACE_PARENT)
+    if parent is None:
+        return None
+    values = {TRACE_PARENT: parent, DIAGNOSTIC_ID: parent}
+    state = carrier.get(TRACE_STATE)
+    if state is not None:
+        values[TRACE_STATE] = state
+        return PropertyUpdate(values)
+    return PropertyUpdate(values, remove=(TRACE_STATE,))
 
 
 def _trace_key(envelope: Envelope) -> object:
@@ -487,6 +545,7 @@ __all__ = [
     "BatchTelemetry",
     "TaskTelemetry",
     "error_type",
+    "producer_span_context",
     "skip_reason",
     "telemetry_enabled",
     "trace_context",

@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
+from replication.envelope import PropertyUpdate
 from replication.exceptions import UnsupportedPropertyError
 
 INT32 = range(-(2**31), 2**31)
@@ -43,6 +44,11 @@ INT64 = range(-(2**63), 2**63)
 UINT64 = range(0, 2**64)
 
 _SIMPLE = (str, bool, int, float, uuid.UUID, datetime, Decimal, bytes)
+_PLAIN = frozenset({str, bool, int, float, type(None)})
+"""Received value types that :func:`decode_properties` keeps unchanged (exact types only)."""
+_AS_IS = frozenset({str, bool, float, type(None)})
+"""Value types :func:`sdk_properties` passes through unchanged (exact types only; every int
+needs its range checked)."""
 
 
 def _key(key: Any) -> str:
@@ -88,8 +94,20 @@ def decode_properties(properties: Mapping[Any, Any] | None) -> dict[str, Any]:
         return {}
     decoded: dict[str, Any] = {}
     for key, value in properties.items():
-        name = _key(key)
-        decoded[name] = _value(name, value)
+        # The common cases first, with the results _key and _value give them: keys and text
+        # values as the SDKs deliver them (UTF-8 bytes) or as JSON gives them (str), numbers,
+        # booleans and nulls as they are. Everything else, and every error, goes through them.
+        if type(key) is bytes and key.isascii():
+            name = key.decode("ascii")
+        else:
+            name = key if type(key) is str else _key(key)
+        kind = type(value)
+        if kind in _PLAIN:
+            decoded[name] = value
+        elif kind is bytes and value.isascii():
+            decoded[name] = value.decode("ascii")
+        else:
+            decoded[name] = _value(name, value)
     return decoded
 
 
@@ -134,14 +152,26 @@ def _typed(key: str, value: Any) -> Any:
     return _value(key, value)
 
 
-def sdk_properties(properties: Mapping[str, Any]) -> dict[str | bytes, Any]:
+def sdk_properties(
+    properties: Mapping[str, Any], update: PropertyUpdate | None = None
+) -> dict[str | bytes, Any]:
     """Application properties ready for ``ServiceBusMessage`` / ``EventData``: a new dict whose
-    values are typed where the SDK's default encoding would change or refuse them.
+    values are typed where the SDK's default encoding would change or refuse them, with
+    ``update`` applied (the send's trace context).
 
     Raises:
         UnsupportedPropertyError: a value no AMQP simple type can carry (see the module docstring).
     """
-    typed = {key: _typed(key, value) for key, value in properties.items()}
+    # Text, floats, booleans and nulls are sent as they are (the common case: no checks).
+    typed = {
+        key: value if type(value) in _AS_IS else _typed(key, value)
+        for key, value in properties.items()
+    }
+    if update is not None:
+        update.apply(typed)
+        for key, value in update.values.items():
+            if type(value) not in _AS_IS:
+                typed[key] = _typed(key, value)
     return cast("dict[str | bytes, Any]", typed)
 
 

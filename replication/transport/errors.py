@@ -9,22 +9,11 @@ whose ``reason`` is used when the message is parked. The original error is alway
 from __future__ import annotations
 
 import contextlib
+import functools
+import sys
 from collections.abc import Iterator
 
 from azure.core.exceptions import AzureError, ClientAuthenticationError
-from azure.eventhub.exceptions import (
-    AuthenticationError as EventHubAuthenticationError,
-)
-from azure.eventhub.exceptions import (
-    ConnectError as EventHubConnectError,
-)
-from azure.eventhub.exceptions import (
-    EventDataSendError,
-    EventHubError,
-)
-from azure.eventhub.exceptions import (
-    OperationTimeoutError as EventHubTimeoutError,
-)
 from azure.servicebus.exceptions import (
     MessageSizeExceededError,
     MessagingEntityDisabledError,
@@ -62,12 +51,31 @@ _TRANSIENT: tuple[type[BaseException], ...] = (
     OperationTimeoutError,
     ServiceBusConnectionError,
     ServiceBusAuthenticationError,
-    EventHubTimeoutError,
-    EventHubConnectError,
-    EventHubAuthenticationError,
     TimeoutError,
     ConnectionError,
 )
+
+
+_EVENT_HUB_ERRORS = "azure.eventhub.exceptions"
+
+
+@functools.cache
+def _event_hub_kinds() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """The Event Hubs SDK's (transient, all) error classes. Looked at once that SDK is loaded:
+    before, none of its errors can exist, and a process that uses Service Bus only never loads
+    azure-eventhub for its error handling."""
+    from azure.eventhub.exceptions import (
+        AuthenticationError,
+        ConnectError,
+        EventDataSendError,
+        EventHubError,
+    )
+    from azure.eventhub.exceptions import OperationTimeoutError as EventHubTimeoutError
+
+    return (EventHubTimeoutError, ConnectError, AuthenticationError), (
+        EventHubError,
+        EventDataSendError,
+    )
 
 
 def translate(
@@ -88,9 +96,14 @@ def translate(
             return PermanentForwardError(
                 text, target=target, acknowledged=acknowledged, reason=reason
             )
-    if isinstance(error, _TRANSIENT):
+    transient: tuple[type[BaseException], ...] = _TRANSIENT
+    known: tuple[type[BaseException], ...] = (ServiceBusError, AzureError)
+    if _EVENT_HUB_ERRORS in sys.modules:
+        event_hub_transient, event_hub_errors = _event_hub_kinds()
+        transient, known = transient + event_hub_transient, known + event_hub_errors
+    if isinstance(error, transient):
         return TransientForwardError(text, target=target, acknowledged=acknowledged)
-    if isinstance(error, ServiceBusError | EventHubError | EventDataSendError | AzureError):
+    if isinstance(error, known):
         retryable = bool(getattr(error, "retryable", False))
         kind_ = TransientForwardError if retryable else PermanentForwardError
         return kind_(text, target=target, acknowledged=acknowledged)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from azure.eventhub import EventHubProducerClient
 from azure.servicebus import ServiceBusClient
 from azure.servicebus.exceptions import MessageSizeExceededError
 
-from replication.envelope import Envelope
+from replication.envelope import Envelope, PropertyUpdate
 from replication.exceptions import ForwardError, PermanentForwardError
 from replication.settings import Settings
 from replication.topology import (
@@ -30,8 +29,12 @@ from replication.topology import (
 
 from .connections import event_hub_client, servicebus_client
 from .errors import translate
-from .eventhubs import to_event_data
 from .servicebus import ServiceBusPeeker, replica_ids, to_servicebus_message
+
+if TYPE_CHECKING:
+    # azure-eventhub (with this package's Event Hubs adapters) is imported where an event hub
+    # is a target: a topology of Service Bus namespaces only does not load it.
+    from azure.eventhub import EventHubProducerClient
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -55,8 +58,14 @@ def _culprit(
 
 
 def _too_large(
-    envelope: Envelope, index: int, target: str, acknowledged: set[int]
+    envelope: Envelope,
+    index: int,
+    target: str,
+    acknowledged: set[int],
+    update: PropertyUpdate | None = None,
 ) -> PermanentForwardError:
+    if update is not None:
+        envelope = update.applied(envelope)  # its size as sent
     problem = (
         f"message {replica_ids(envelope)[0]} ({envelope.size} bytes) exceeds the target's maximum "
         "message size"
@@ -73,13 +82,15 @@ def fill_batches(
     send: Callable[[Any], None],
     overflow: type[Exception],
     label: str,
+    update: PropertyUpdate | None = None,
 ) -> None:
     """Send SDK messages in as few size-limited batches as they fit, in order.
 
-    ``items`` are (position in the caller's sequence, envelope, SDK message); the positions of
-    the messages of every batch the service accepted are added to ``acknowledged``. A message
-    that does not fit even into an empty batch raises a permanent ``MessageSizeExceeded`` error
-    naming it as the culprit, before anything after it is sent.
+    ``items`` are (position in the caller's sequence, envelope, SDK message built with
+    ``update``); the positions of the messages of every batch the service accepted are added
+    to ``acknowledged``. A message that does not fit even into an empty batch raises a
+    permanent ``MessageSizeExceeded`` error naming it as the culprit, before anything after it
+    is sent.
     """
     batch = new_batch()
     members: list[int] = []
@@ -90,7 +101,7 @@ def fill_batches(
             continue
         except overflow:
             if not members:
-                raise _too_large(envelope, index, label, acknowledged) from None
+                raise _too_large(envelope, index, label, acknowledged, update) from None
         send(batch)
         acknowledged.update(members)
         batch, members = new_batch(), []
@@ -98,7 +109,7 @@ def fill_batches(
             add(batch, message)
             members.append(index)
         except overflow:
-            raise _too_large(envelope, index, label, acknowledged) from None
+            raise _too_large(envelope, index, label, acknowledged, update) from None
     if members:
         send(batch)
         acknowledged.update(members)
@@ -148,31 +159,45 @@ class ServiceBusTargetSender:
         self._requires_session = requires_session
         self._lock = threading.Lock()
 
-    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
-        """Send in order; ``timeout`` bounds each SDK send (seconds, retries included)."""
+    def send(
+        self,
+        envelopes: Sequence[Envelope],
+        *,
+        timeout: float | None = None,
+        update: PropertyUpdate | None = None,
+    ) -> None:
+        """Send in order; ``timeout`` bounds each SDK send (seconds, retries included);
+        ``update`` is applied to every message's application properties."""
         with self._lock:
             _send_grouped(
                 envelopes,
                 lambda e: replica_ids(e)[1:],
-                lambda key, group, acknowledged: self._send_group(group, acknowledged, timeout),
+                lambda key, group, acknowledged: self._send_group(
+                    group, acknowledged, timeout, update
+                ),
                 self._label,
             )
 
     def _send_group(
-        self, group: list[tuple[int, Envelope]], acknowledged: set[int], timeout: float | None
+        self,
+        group: list[tuple[int, Envelope]],
+        acknowledged: set[int],
+        timeout: float | None,
+        update: PropertyUpdate | None,
     ) -> None:
         if self._requires_session:
             index, envelope = group[0]
             if replica_ids(envelope)[1] is None:  # the whole group shares its (missing) SessionId
                 raise _without_session(envelope, index, self._label, acknowledged)
         fill_batches(
-            [(index, envelope, to_servicebus_message(envelope)) for index, envelope in group],
+            [(i, envelope, to_servicebus_message(envelope, update)) for i, envelope in group],
             acknowledged,
             new_batch=self._sender.create_message_batch,
             add=lambda batch, message: batch.add_message(message),
             send=lambda batch: self._sender.send_messages(batch, timeout=timeout),
             overflow=MessageSizeExceededError,
             label=self._label,
+            update=update,
         )
 
     def close(self) -> None:
@@ -194,14 +219,21 @@ class EventHubTargetSender:
         self._label = label
         self._lock = threading.Lock()
 
-    def send(self, envelopes: Sequence[Envelope], *, timeout: float | None = None) -> None:
-        """Send in order; ``timeout`` bounds each SDK send (seconds, retries included)."""
+    def send(
+        self,
+        envelopes: Sequence[Envelope],
+        *,
+        timeout: float | None = None,
+        update: PropertyUpdate | None = None,
+    ) -> None:
+        """Send in order; ``timeout`` bounds each SDK send (seconds, retries included);
+        ``update`` is applied to every event's application properties."""
         with self._lock:
             _send_grouped(
                 envelopes,
                 event_hub_partition_key,
                 lambda key, group, acknowledged: self._send_group(
-                    key, group, acknowledged, timeout
+                    key, group, acknowledged, timeout, update
                 ),
                 self._label,
             )
@@ -212,10 +244,13 @@ class EventHubTargetSender:
         group: list[tuple[int, Envelope]],
         acknowledged: set[int],
         timeout: float | None,
+        update: PropertyUpdate | None,
     ) -> None:
+        from .eventhubs import to_event_data  # loaded with the producer (see the imports)
+
         partition_key = key if isinstance(key, str) else None
         fill_batches(
-            [(index, envelope, to_event_data(envelope)) for index, envelope in group],
+            [(index, envelope, to_event_data(envelope, update)) for index, envelope in group],
             acknowledged,
             new_batch=lambda: self._producer.create_batch(partition_key=partition_key),
             add=lambda batch, event: batch.add(event),
@@ -223,6 +258,7 @@ class EventHubTargetSender:
             # EventDataBatch.add reports "too large for the batch" as ValueError.
             overflow=ValueError,
             label=self._label,
+            update=update,
         )
 
     def close(self) -> None:
@@ -286,6 +322,8 @@ class SenderFactory:
     def _create(self, namespace: NamespaceSpec, entity: str) -> Any:
         label = f"{namespace.name}/{entity}"
         if namespace.kind is NamespaceKind.EVENTHUBS:
+            from azure.eventhub import EventHubProducerClient
+
             producer = event_hub_client(
                 EventHubProducerClient, namespace, entity, self._settings, **SENDER_RETRIES
             )

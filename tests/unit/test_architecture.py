@@ -301,3 +301,20 @@ def test_each_package_imports_first_in_a_fresh_interpreter(module: str) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_local_host_loads_the_optional_libraries_only_where_a_topology_uses_them() -> None:
+    """``run`` and the local host import azure-eventhub (an event hub), the Blob Storage SDK
+    (a checkpoint store) and rich (the live table on a terminal) only where they are used, so
+    a Service Bus topology's host starts without them (issue 26: the CPU spent before the
+    first batch). A module-level import of any of them, anywhere on that path, fails here."""
+    optional = ("azure.eventhub", "azure.storage.blob", "rich")
+    probe = (
+        "import sys, replication.cli.run, replication.hosts.local; "
+        f"print(sorted(m for m in {optional!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]", f"loaded at start-up: {result.stdout.strip()}"

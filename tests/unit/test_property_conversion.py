@@ -61,6 +61,15 @@ def test_received_properties_decode_text_and_keep_binary() -> None:
     }
 
 
+def test_received_text_beyond_ascii_decodes_as_utf8() -> None:
+    """ASCII keys and values take a shorter route; the rest must decode as before."""
+    assert decode_properties({"é".encode(): "ü".encode(), b"t": True, b"x": None}) == {
+        "é": "ü",
+        "t": True,
+        "x": None,
+    }
+
+
 @pytest.mark.parametrize("properties", [{b"\xff": 1}, {b"m": {b"a": 1}}, {b"l": [1, 2]}, {1: "x"}])
 def test_unsupported_received_properties_are_rejections(properties: dict[Any, Any]) -> None:
     with pytest.raises(UnsupportedPropertyError) as caught:

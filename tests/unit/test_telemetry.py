@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from opentelemetry import trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from replication.envelope import Envelope
 from replication.exceptions import (
@@ -32,6 +35,7 @@ from replication.telemetry import (
     configure_function_app_telemetry,
     configure_local_telemetry,
     error_type,
+    producer_span_context,
     skip_reason,
     telemetry_enabled,
 )
@@ -320,3 +324,41 @@ def test_the_function_app_exports_to_azure_monitor_with_a_connection_string() ->
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+TRACEPARENTS = st.one_of(
+    st.builds(
+        lambda version, trace_id, span_id, flags, rest: (
+            f"{version}-{trace_id}-{span_id}-{flags}" + rest
+        ),
+        st.sampled_from(["00", "01", "cc", "ff", "0g", "0"]),
+        st.sampled_from(["0" * 32, PRODUCER_TRACE, PRODUCER_TRACE.upper(), "a" * 31]),
+        st.sampled_from(["0" * 16, "b7ad6b7169203331", "b7ad6b716920333"]),
+        st.sampled_from(["00", "01", "ff", "1"]),
+        st.sampled_from(["", "-what-follows", "-", " ", "\t"]),
+    ),
+    st.text(max_size=60),
+)
+
+
+@given(
+    TRACEPARENTS,
+    st.sampled_from([TRACE_PARENT, DIAGNOSTIC_ID]),
+    st.one_of(st.none(), st.just("k=v"), st.just("bad state!"), st.text(max_size=20)),
+)
+def test_producer_contexts_are_read_as_the_w3c_propagator_reads_them(
+    parent: str, name: str, state: str | None
+) -> None:
+    """producer_span_context parses a traceparent itself (faster than a Context per message):
+    it must accept and refuse exactly what TraceContextTextMapPropagator does."""
+    carrier = {"traceparent": parent} | ({"tracestate": state} if state is not None else {})
+    expected = trace.get_current_span(
+        TraceContextTextMapPropagator().extract(carrier)
+    ).get_span_context()
+    properties = {name: parent} | ({"tracestate": state} if state is not None else {})
+    found = producer_span_context(properties)
+    if not expected.is_valid:
+        assert found is None
+    else:
+        assert found == expected
+        assert found.trace_state == expected.trace_state

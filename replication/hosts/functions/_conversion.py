@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from replication.envelope import MESSAGE_FIELDS, Envelope
@@ -148,10 +149,19 @@ def _reasons(
     if not ({"ExpiresAtArray", "ExpiresAtUtcArray"} & metadata.keys()):
         reasons.append("the batch metadata has no expiry times")
         return reasons
-    expires = _times(metadata, "ExpiresAtArray", "ExpiresAtUtcArray", size)
-    if any(moment is not None and moment.year < 9999 for moment in expires):
+    name = "ExpiresAtArray" if "ExpiresAtArray" in metadata else "ExpiresAtUtcArray"
+    if any(_expires(value) for value in _column(metadata, name, size)):
         reasons.append("a message has a time to live, which the batch metadata does not carry")
     return reasons
+
+
+def _expires(value: Any) -> bool:
+    """Whether a message's ``ExpiresAt`` is a real expiry (it has a TTL), not the ``MaxValue``
+    (year 9999) of a message without one. Read without parsing in that common case."""
+    if isinstance(value, str) and value.startswith("9999-"):
+        return False
+    moment = parse_host_time(value)
+    return moment is not None and moment.year < 9999
 
 
 def _unreadable(
@@ -199,13 +209,16 @@ def envelopes_from_servicebus_batch(
         else [None] * size
     )
     enqueued = _times(metadata, "EnqueuedTimeArray", "EnqueuedTimeUtcArray", size)
+    # The fields some message of the batch has. A short (ambiguous) array leaves its field
+    # empty here, the re-read below fills it; a field no message has keeps its default, None.
+    present = [
+        (STRING_FIELDS[name], values)
+        for name, values in columns.items()
+        if values is not None and any(value is not None for value in values)
+    ]
     envelopes = []
     for index, message in enumerate(messages):
-        # A short (ambiguous) array leaves its field empty here; the re-read below fills it.
-        fields: dict[str, Any] = {  # str | None each, for the fields STRING_FIELDS names
-            STRING_FIELDS[name]: values[index] if values is not None else None
-            for name, values in columns.items()
-        }
+        fields: dict[str, Any] = {field: values[index] for field, values in present}
         try:
             application_properties = decode_properties(properties[index])
         except MessageRejectedError as error:
@@ -226,7 +239,8 @@ def envelopes_from_servicebus_batch(
             Envelope(
                 body=message.get_body() or b"",
                 **fields,
-                application_properties=application_properties,
+                # A new dict nobody else holds: the envelope need not copy it.
+                application_properties=MappingProxyType(application_properties),
                 enqueued_time_utc=enqueued[index],
                 sequence_number=sequence_numbers[index],
                 delivery_count=delivery_counts[index],

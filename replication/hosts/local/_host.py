@@ -39,10 +39,9 @@ from types import TracebackType
 from replication.heartbeats import HeartbeatBook
 from replication.heartbeats.local import start_heartbeats
 from replication.runtime import TaskStatus, runner_for, supervise
-from replication.settings import Settings
+from replication.settings import STORAGE_SETTING, Settings
 from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
 from replication.transport.connections import check_settings
-from replication.transport.eventhubs import STORAGE_SETTING, checkpoint_store, run_event_hub_source
 from replication.transport.senders import SenderFactory
 from replication.transport.servicebus import (
     CONCURRENT_SESSIONS,
@@ -81,6 +80,9 @@ class LocalHost:
             self.topology.namespace(t.source.namespace).kind is NamespaceKind.EVENTHUBS
             for t in self.topology.tasks
         ):
+            # Imported here: a topology without event hub sources does not load azure-eventhub.
+            from replication.transport.eventhubs import checkpoint_store
+
             checkpoints = checkpoint_store(self.settings)
             if checkpoints is None:
                 logger.warning(
@@ -102,6 +104,8 @@ class LocalHost:
             receive: Callable[..., None] = run_servicebus_source
             loops = 1
             if namespace.kind is NamespaceKind.EVENTHUBS:
+                from replication.transport.eventhubs import run_event_hub_source
+
                 receive = functools.partial(run_event_hub_source, checkpoints=checkpoints)
             elif requires_session(self.topology, task.source):
                 receive, loops = run_servicebus_session_source, CONCURRENT_SESSIONS

@@ -14,7 +14,7 @@ from typing import Any
 
 from azure.eventhub import EventData
 
-from replication.envelope import Envelope
+from replication.envelope import Envelope, PropertyUpdate
 from replication.transport._common import STRICT, FieldReader, Salvage
 from replication.transport._properties import sdk_properties
 from replication.transport.servicebus import replica_ids
@@ -66,16 +66,17 @@ def _envelope(
     )
 
 
-def to_event_data(envelope: Envelope) -> EventData:
+def to_event_data(envelope: Envelope, update: PropertyUpdate | None = None) -> EventData:
     """The ``EventData`` replica of ``envelope`` (partition key and message-id: see the module
-    docstring).
+    docstring), its application properties with ``update`` applied.
 
     Raises:
         UnsupportedPropertyError: an application property no AMQP simple type can carry.
     """
     event = EventData(envelope.body)
-    if envelope.application_properties:
-        event.properties = sdk_properties(envelope.application_properties)
+    properties = sdk_properties(envelope.application_properties, update)
+    if properties:
+        event.properties = properties
     message_id = replica_ids(envelope)[0]
     if message_id is not None:
         event.message_id = message_id

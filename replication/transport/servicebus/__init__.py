@@ -10,7 +10,8 @@
   (a scan by peeking, then lock-receiving and settling one by one);
 - ``_loops``: the local host's receive loops (:func:`run_servicebus_source`,
   :func:`run_servicebus_session_source`) with their one settle step, lock renewal
-  (:class:`LockKeeper`) and the isolation of a message the SDK cannot decode;
+  (:class:`LockKeeper`, on one :class:`LockRenewer` thread per loop) and the isolation of a
+  message the SDK cannot decode;
 - ``_heartbeats``: the heartbeat reader of a receiving namespace
   (:func:`run_heartbeat_reader`) and the peek of its newest unread heartbeats;
 - ``_peek``: :class:`ServiceBusPeeker`, re-reading a source's messages by sequence number
@@ -31,6 +32,7 @@ from ._loops import (
     SESSION_IDLE_SECONDS,
     Isolation,
     LockKeeper,
+    LockRenewer,
     run_servicebus_session_source,
     run_servicebus_source,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "EntityReader",
     "Isolation",
     "LockKeeper",
+    "LockRenewer",
     "Locked",
     "LockingReceiver",
     "Peeked",

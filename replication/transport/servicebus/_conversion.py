@@ -17,9 +17,16 @@ so that the caller can dead-letter that one message.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
-from replication.envelope import MAX_MESSAGE_ID_LENGTH, Envelope, position_message_id
+from replication.envelope import (
+    MAX_MESSAGE_ID_LENGTH,
+    Envelope,
+    PropertyUpdate,
+    position_message_id,
+)
 from replication.transport._common import body_bytes, text
 from replication.transport._properties import decode_properties, sdk_properties
 
@@ -48,7 +55,8 @@ def envelope_from_received(
         partition_key=text(message.partition_key, "PartitionKey"),
         time_to_live=message.time_to_live,
         scheduled_enqueue_time_utc=message.scheduled_enqueue_time_utc,
-        application_properties=decode_properties(message.application_properties),
+        # A new dict nobody else holds: the envelope need not copy it.
+        application_properties=MappingProxyType(decode_properties(message.application_properties)),
         enqueued_time_utc=message.enqueued_time_utc,
         sequence_number=message.sequence_number,
         delivery_count=message.delivery_count,
@@ -77,14 +85,17 @@ def replica_ids(envelope: Envelope) -> tuple[str | None, str | None, str | None]
     return message_id, session_id, partition_key
 
 
-def to_servicebus_message(envelope: Envelope) -> ServiceBusMessage:
-    """The ``ServiceBusMessage`` replica of ``envelope`` (broker facts are not copied).
+def to_servicebus_message(
+    envelope: Envelope, update: PropertyUpdate | None = None
+) -> ServiceBusMessage:
+    """The ``ServiceBusMessage`` replica of ``envelope`` (broker facts are not copied), its
+    application properties with ``update`` applied.
 
     Raises:
         UnsupportedPropertyError: an application property no AMQP simple type can carry.
     """
     message_id, session_id, partition_key = replica_ids(envelope)
-    properties = sdk_properties(envelope.application_properties)
+    properties = sdk_properties(envelope.application_properties, update)
     return ServiceBusMessage(
         body=envelope.body,
         application_properties=properties or None,

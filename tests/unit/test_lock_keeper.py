@@ -1,0 +1,77 @@
+"""The local host's lock renewal: one thread per receive loop renews each batch's locks while
+the batch is in flight, and never after the batch is withdrawn.
+
+:class:`LockKeeper` takes plain callables (what renews, when the locks expire), so these tests
+need no broker; the Service Bus receivers they wrap are exercised by the fault test of a target
+that hangs longer than a lock (``tests/faults/test_crashes.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from replication.transport.servicebus import LockKeeper, LockRenewer
+
+
+def _soon(seconds: float = 0.4) -> Callable[[], list[datetime]]:
+    """Locks that always expire ``seconds`` from now: renewed every 0.2 s (the shortest wait)."""
+    return lambda: [datetime.now(UTC) + timedelta(seconds=seconds)]
+
+
+def _eventually(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_one_thread_renews_every_batch_of_a_loop_and_nothing_after_each() -> None:
+    renewals: list[tuple[str, int]] = []
+
+    def renew(batch: str) -> Callable[[], None]:
+        return lambda: renewals.append((batch, threading.get_ident()))
+
+    with LockRenewer() as renewer:
+        for batch in ("first", "second"):
+
+            def renewed(batch: str = batch) -> bool:
+                return any(b == batch for b, _ in renewals)
+
+            with LockKeeper(renew(batch), _soon(), limit=600, renewer=renewer):
+                _eventually(renewed)
+            withdrawn = len(renewals)
+            time.sleep(0.5)  # more than two renewal intervals
+            assert len(renewals) == withdrawn, "renewed after the batch was withdrawn"
+    assert len({thread for _, thread in renewals}) == 1
+    assert {batch for batch, _ in renewals} == {"first", "second"}
+
+
+def test_a_keeper_without_a_loop_renews_on_a_thread_of_its_own() -> None:
+    renewals: list[int] = []
+    with LockKeeper(lambda: renewals.append(1), _soon(), limit=600):
+        _eventually(lambda: len(renewals) >= 2)
+    withdrawn = len(renewals)
+    time.sleep(0.5)
+    assert len(renewals) == withdrawn
+
+
+def test_renewal_stops_at_the_limit_and_survives_a_failing_renewal() -> None:
+    calls: list[str] = []
+
+    def failing() -> None:
+        calls.append("failing")
+        raise RuntimeError("boom")
+
+    with LockRenewer() as renewer:
+        with LockKeeper(failing, _soon(), limit=600, renewer=renewer):
+            _eventually(lambda: calls == ["failing"])
+            time.sleep(0.5)
+            assert calls == ["failing"], "a failed renewal is not retried for the same batch"
+        with LockKeeper(lambda: calls.append("limited"), _soon(), limit=0, renewer=renewer):
+            time.sleep(0.5)
+            assert "limited" not in calls, "renewed past the limit"
+        with LockKeeper(lambda: calls.append("next"), _soon(), limit=600, renewer=renewer):
+            _eventually(lambda: "next" in calls)

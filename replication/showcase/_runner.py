@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from replication.envelope import Envelope
@@ -238,7 +239,7 @@ def _run(
     try:
         with LocalHost(topology, settings) as host:
             stage.say("publishing")
-            deadline = time.monotonic() + scenario.timeout
+            deadline = time.monotonic() + scenario.timeout + redelivery_allowance(topology)
             scenario.drive(stage)
             driven = time.monotonic()
             collected.sent = stage.sent
@@ -265,6 +266,25 @@ def _run(
         readers.close()
         stage.close()
     return collected
+
+
+def redelivery_allowance(topology: Topology) -> float:
+    """Seconds a copy can be held back without being lost: the longest lock duration of the
+    topology's queues and subscriptions.
+
+    A message whose settlement did not reach the broker (a task's or a reader's receive link
+    that failed, a completion whose confirmation timed out on a loaded machine) stays locked
+    and comes back only when its lock expires, as on Service Bus; the scenario waits that long
+    more before it counts a copy as lost."""
+    durations = [
+        entity.lock_duration
+        for namespace in topology.namespaces
+        for entity in [
+            *namespace.queues,
+            *(subscription for topic in namespace.topics for subscription in topic.subscriptions),
+        ]
+    ]
+    return max(durations, default=timedelta(0)).total_seconds()
 
 
 def _quiet(host: LocalHost, since: float) -> float:

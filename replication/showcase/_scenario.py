@@ -110,7 +110,8 @@ class Scenario:
     isolated: tuple[str, ...] = ()
     audit: bool = False
     timeout: float = 120.0
-    """Seconds from the first publish until the scenario gives up waiting for copies."""
+    """Seconds from the first publish until the scenario gives up waiting for copies, plus the
+    longest lock duration of its entities (:func:`~._runner.redelivery_allowance`)."""
 
 
 def message(

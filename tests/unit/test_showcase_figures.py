@@ -23,6 +23,7 @@ from replication.showcase._checks import (
     routed_through,
 )
 from replication.showcase._emulators import ShowcaseEmulators
+from replication.showcase._runner import redelivery_allowance
 from replication.topology import EntityRef, Topology, load_topology
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -276,3 +277,16 @@ def test_a_killable_namespace_starts_each_run_empty(tmp_path: Path) -> None:
     earlier.write_text('{"format": 1, "state": {}}')
     ShowcaseEmulators({"outage": (topology, ("neu",))}, tmp_path)
     assert not earlier.parent.exists()
+
+
+def test_a_scenario_waits_one_lock_duration_more_for_a_copy_whose_lock_must_expire() -> None:
+    topology = load_topology(EXAMPLES / "two-region-all-active.json")
+    assert redelivery_allowance(topology) == 60.0  # every entity has the default PT1M
+    longer = (
+        topology.namespaces[0]
+        .topics[0]
+        .subscriptions[0]
+        .model_copy(update={"lock_duration": timedelta(minutes=3)})
+    )
+    topology.namespaces[0].topics[0].subscriptions[0] = longer
+    assert redelivery_allowance(topology) == 180.0

@@ -352,7 +352,8 @@ run_tests() {
     # spend their time waiting (on the emulators' wire, on lock expiry and the outages the fault
     # tests cause, on Java and the worker starting), not computing, so a 2-core machine runs two
     # at once in little more than the longer lane's time. The CPU-heavy tiers (fast, spark,
-    # tools) share one lane; the wire-bound ones (emulator, faults, samples) the other.
+    # tools) share one lane; the two long wire-bound ones (emulator, faults) the other, which is
+    # the longer one, so the short samples tier ends the first lane.
     trap print_step_times EXIT
     RESULTS=$(mktemp -d)
     TIER_ARGS=("$@")
@@ -361,9 +362,9 @@ run_tests() {
     timed ruff lint
     timed mypy typecheck
     local started=$SECONDS tier seconds status
-    lane emulator faults samples &
+    lane emulator faults &
     local wire=$!
-    lane fast spark tools host &
+    lane fast spark tools host samples &
     local cpu=$!
     wait "$wire" "$cpu" || true
     while read -r tier seconds status; do
@@ -371,7 +372,7 @@ run_tests() {
             [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
         [ "$status" -eq 0 ] || FAILED_TIERS+=("$tier")
     done < "$RESULTS/times"
-    STEP_TIMES+=("$(printf '%-9s %5d s  (emulator faults samples | fast spark tools host)' \
+    STEP_TIMES+=("$(printf '%-9s %5d s  (emulator faults | fast spark tools host samples)' \
         tiers $((SECONDS - started)))")
     local expected=(emulator faults samples fast spark tools host)
     for tier in "${expected[@]}"; do

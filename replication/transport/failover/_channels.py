@@ -40,6 +40,7 @@ from replication.exceptions import ForwardError, PermanentForwardError
 from .._properties import decode_properties
 from ..connections import NamespaceAccess, event_hub_client_from, servicebus_client_from
 from ..errors import translate
+from ..servicebus import entity_receiver
 
 CLIENT_RETRIES: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.2}
 """One quick SDK retry (a dropped connection is re-opened at once); longer outages are the
@@ -407,12 +408,7 @@ class ServiceBusConsumeChannel:
         self.label = label
         self._opened = False
         self._client = servicebus_client(access, **CLIENT_RETRIES)
-        if subscription is None:
-            self._receiver = self._client.get_queue_receiver(entity, prefetch_count=0)
-        else:
-            self._receiver = self._client.get_subscription_receiver(
-                entity, subscription, prefetch_count=0
-            )
+        self._receiver = entity_receiver(self._client, entity, subscription)
 
     def receive(
         self, max_message_count: int, max_wait_time: float

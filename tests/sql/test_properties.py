@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from typing import Any
 
 from hypothesis import given, settings
@@ -51,15 +52,23 @@ atoms = st.sampled_from(["a", "b", "c", "1", "2.5", "'x'", "NULL", "TRUE", "sys.
 
 
 @st.composite
-def expressions(draw: st.DrawFn, depth: int = 0) -> str:
+def _expressions(draw: st.DrawFn, depth: int) -> str:
     if depth > 2 or draw(st.booleans()):
         return draw(atoms)
     operator = draw(st.sampled_from(["+", "-", "*", "/", "%"]))
     return f"({draw(expressions(depth + 1))} {operator} {draw(expressions(depth + 1))})"
 
 
+@functools.cache
+def expressions(depth: int = 0) -> st.SearchStrategy[str]:
+    """Arithmetic over ``atoms``, nested at most three deep. One strategy object per depth:
+    hypothesis validates a strategy the first time it is drawn from, and building a new one
+    for every nested draw made validation most of these tests' time."""
+    return _expressions(depth)
+
+
 @st.composite
-def predicates(draw: st.DrawFn, depth: int = 0) -> str:
+def _predicates(draw: st.DrawFn, depth: int) -> str:
     choice = draw(st.integers(0, 6 if depth < 2 else 3))
     left, right = draw(expressions()), draw(expressions())
     if choice == 0:
@@ -75,6 +84,12 @@ def predicates(draw: st.DrawFn, depth: int = 0) -> str:
         return f"NOT ({draw(predicates(depth + 1))})"
     joiner = "AND" if choice == 5 else "OR"
     return f"({draw(predicates(depth + 1))}) {joiner} ({draw(predicates(depth + 1))})"
+
+
+@functools.cache
+def predicates(depth: int = 0) -> st.SearchStrategy[str]:
+    """Filter conditions over ``expressions``, one strategy object per depth (as above)."""
+    return _predicates(depth)
 
 
 @settings(max_examples=1000, deadline=None)

@@ -532,6 +532,23 @@ def ratio(
     return spread(values) + "x"
 
 
+def difference(
+    runs: Mapping[str, list[Run]],
+    over: str,
+    under: str,
+    figure: Callable[[Run, Run], float],
+    scale: float = 1.0,
+    digits: int = 3,
+) -> str:
+    """``figure(over_run, under_run)`` round by round (e.g. a difference of the two), median
+    (min-max), signed."""
+    ordered = sorted(figure(a, b) * scale for a, b in zip(runs[over], runs[under], strict=True))
+    return (
+        f"{statistics.median(ordered):+.{digits}f} "
+        f"({ordered[0]:+.{digits}f} to {ordered[-1]:+.{digits}f})"
+    )
+
+
 def print_kind(kind: str, variants: Sequence[Variant], runs: Mapping[str, list[Run]]) -> None:
     print(f"\n{kind}:")
     print(
@@ -663,6 +680,26 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
                     f"{ratio(pairs, 'otlp', 'off', _steady_cpu)} steady; "
                     f"wall {ratio(pairs, 'otlp', 'off', _wall)}"
                 )
+                # Where the difference is: the SDK's and exporters' imports before the first
+                # batch (a fixed cost per process), and the CPU per message once it runs.
+                print(
+                    f"    of which start-up CPU {difference(pairs, 'otlp', 'off', _startup)} s"
+                    f" ({difference(pairs, 'otlp', 'off', _startup_share, 100, 1)} % of off's"
+                    " whole CPU); steady CPU"
+                    f" {difference(pairs, 'otlp', 'off', _steady_extra, 1e6, 1)} us/msg"
+                )
+
+
+def _startup(over: Run, under: Run) -> float:
+    return over.first_cpu - under.first_cpu
+
+
+def _startup_share(over: Run, under: Run) -> float:
+    return (over.first_cpu - under.first_cpu) / under.cpu
+
+
+def _steady_extra(over: Run, under: Run) -> float:
+    return over.steady_cpu_per_message - under.steady_cpu_per_message
 
 
 # --- profiles (py-spy) -----------------------------------------------------------------------

@@ -11,6 +11,11 @@ so only the library's own work is measured):
 - ``sdk``: on, with an SDK MeterProvider (in-memory reader) and TracerProvider (batch span
   processor to an in-memory exporter), as an application with exporters would have it.
 
+With ``--split`` two more configurations say where the SDK's cost is: ``sdk metrics`` (the SDK
+MeterProvider, no TracerProvider: the counters and the lag histogram, one ``record`` per
+replica) and ``sdk traces`` (the SDK TracerProvider, the API's no-op metrics: the spans, their
+links to each message's producer context, the trace properties of the replicas).
+
 With ``--target emulator`` the replicas go to the local emulator through the real Service Bus
 sender instead (``python -m emulator`` in its own process, the two-region example), so the
 ratio includes a real send, as a deployed replicator's would.
@@ -34,11 +39,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NoOpTracerProvider
 
 from replication.envelope import Envelope
 from replication.hosts.local import emulator_process
@@ -89,6 +96,11 @@ def main() -> None:
         action="store_true",
         help="every message carries the same producer context (one producer span per batch)",
     )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="also the SDK's metrics alone and its traces alone (where the SDK's cost is)",
+    )
     args = parser.parse_args()
 
     topology = load_topology(EXAMPLE)
@@ -110,8 +122,8 @@ def main() -> None:
             source_namespace="weu",
             source_entity="orders",
             systems={"weu": "servicebus", "neu": "servicebus"},
-            meter_provider=meters,
-            tracer_provider=tracers,
+            meter_provider=NoOpMeterProvider() if name == "sdk traces" else meters,
+            tracer_provider=NoOpTracerProvider() if name == "sdk metrics" else tracers,
         )
 
     stack = contextlib.ExitStack()
@@ -136,12 +148,15 @@ def main() -> None:
             assert len(memory.received) == args.batches * args.size
         return float(elapsed / (args.batches * args.size))
 
-    names = ("off", "api only", "sdk")
+    names: tuple[str, ...] = ("off", "api only", "sdk")
+    if args.split:
+        names += ("sdk metrics", "sdk traces")
     for name in names:  # warm-up
         one_round(name)
     per_message: dict[str, list[float]] = {name: [] for name in names}
     for index in range(args.rounds):
-        order = names[index % 3 :] + names[: index % 3]
+        turn = index % len(names)
+        order = names[turn:] + names[:turn]
         for name in order:
             per_message[name].append(one_round(name))
         tracers.force_flush()
@@ -162,7 +177,7 @@ def main() -> None:
         )
         median = statistics.median(ratios)
         print(
-            f"  {name:9s} {statistics.median(times) * 1e6:8.2f} us/message "
+            f"  {name:11s} {statistics.median(times) * 1e6:8.2f} us/message "
             f"({times[0] * 1e6:.2f}-{times[-1] * 1e6:.2f})  "
             f"{median:5.3f}x off ({ratios[0]:.3f}-{ratios[-1]:.3f}, "
             f"median {(median - 1) * 100:+.1f} %)"

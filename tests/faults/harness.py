@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,13 @@ from replication.topology import Topology, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
+
+SESSION_READERS = 4
+"""How many sessions :meth:`Cluster.drain_sessions` reads side by side."""
+
+SESSION_TAIL_SECONDS = 0.5
+"""How long :meth:`Cluster.drain_sessions` waits for more of a held session's messages before it
+lets the session go (what comes later is taken again with the session, in order)."""
 
 
 def free_port() -> int:
@@ -240,9 +248,38 @@ class Cluster:
         self, namespace: str, entity: str, subscription: str | None = None, *, idle: float = 1.5
     ) -> dict[str, list[Any]]:
         """Receive and complete every session of a session-enabled queue or subscription, each
-        in its order, until no session with messages is left: messages by SessionId."""
+        in its order, until no session with messages is left: messages by SessionId.
+
+        :data:`SESSION_READERS` readers take sessions side by side (each attach and each close
+        waits about half a second in the SDK); a session is held by one of them at a time, so
+        its messages are appended in order. ``idle`` is how long a reader's attach waits for a
+        session with messages that nobody holds; "none" ends that reader at once, because its
+        client retries nothing (the SDK retries a timed-out attach like a failure: three more
+        waits with back-off, about 20 s per drain; any other failure fails the drain). Within a
+        session a receive that waits :data:`SESSION_TAIL_SECONDS` for nothing ends it: a message
+        that reaches the receiver later is not lost, it stays locked with the session, comes
+        back when the receiver closes, and the next attach takes the session again."""
         sessions: dict[str, list[Any]] = {}
-        with self.client(namespace) as client:
+        with ThreadPoolExecutor(SESSION_READERS) as pool:
+            readers = [
+                pool.submit(self._read_sessions, namespace, entity, subscription, idle, sessions)
+                for _ in range(SESSION_READERS)
+            ]
+            for reader in readers:
+                reader.result()
+        return sessions
+
+    def _read_sessions(
+        self,
+        namespace: str,
+        entity: str,
+        subscription: str | None,
+        idle: float,
+        sessions: dict[str, list[Any]],
+    ) -> None:
+        """One reader of :meth:`drain_sessions`: the next free session, until none is left."""
+        connection = self.nodes[namespace].connection_string
+        with ServiceBusClient.from_connection_string(connection, retry_total=0) as client:
             while True:
                 receiver = (
                     client.get_queue_receiver(
@@ -257,31 +294,37 @@ class Cluster:
                     receiver.__enter__()
                 except OperationTimeoutError:
                     receiver.close()
-                    return sessions
+                    return
                 with receiver:
                     try:
                         batch = receiver.receive_messages(max_message_count=100)
                     except OperationTimeoutError:  # attached, then no session came
-                        return sessions
+                        return
                     session_id = str(receiver.session.session_id)
                     while batch:
                         for message in batch:
                             sessions.setdefault(session_id, []).append(message)
                             receiver.complete_message(message)
-                        batch = receiver.receive_messages(max_message_count=100)
+                        batch = receiver.receive_messages(
+                            max_message_count=100, max_wait_time=SESSION_TAIL_SECONDS
+                        )
 
     def count(self, namespace: str, topic: str, subscription: str) -> int:
         """Messages waiting in a subscription (peeked, nothing settled)."""
-        total = 0
+        return len(self.peek(namespace, topic, subscription))
+
+    def peek(self, namespace: str, topic: str, subscription: str) -> list[Any]:
+        """Every message waiting in a subscription, in order (peeked, nothing settled)."""
+        found: list[Any] = []
         with (
             self.client(namespace) as client,
             client.get_subscription_receiver(topic, subscription) as receiver,
         ):
             sequence = 0
             while batch := receiver.peek_messages(max_message_count=250, sequence_number=sequence):
-                total += len(batch)
+                found += batch
                 sequence = (batch[-1].sequence_number or 0) + 1
-        return total
+        return found
 
 
 def message_ids(messages: Sequence[Any]) -> Counter[str]:

@@ -309,16 +309,23 @@ class Cluster:
                             max_message_count=100, max_wait_time=SESSION_TAIL_SECONDS
                         )
 
-    def count(self, namespace: str, topic: str, subscription: str) -> int:
-        """Messages waiting in a subscription (peeked, nothing settled)."""
-        return len(self.peek(namespace, topic, subscription))
+    def count(
+        self, namespace: str, topic: str, subscription: str, *, dead_letter: bool = False
+    ) -> int:
+        """Messages waiting in a subscription or its dead-letter queue (peeked, nothing
+        settled)."""
+        return len(self.peek(namespace, topic, subscription, dead_letter=dead_letter))
 
-    def peek(self, namespace: str, topic: str, subscription: str) -> list[Any]:
-        """Every message waiting in a subscription, in order (peeked, nothing settled)."""
+    def peek(
+        self, namespace: str, topic: str, subscription: str, *, dead_letter: bool = False
+    ) -> list[Any]:
+        """Every message waiting in a subscription or its dead-letter queue, in order (peeked,
+        nothing settled)."""
+        sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
         found: list[Any] = []
         with (
             self.client(namespace) as client,
-            client.get_subscription_receiver(topic, subscription) as receiver,
+            client.get_subscription_receiver(topic, subscription, sub_queue=sub_queue) as receiver,
         ):
             sequence = 0
             while batch := receiver.peek_messages(max_message_count=250, sequence_number=sequence):
@@ -397,6 +404,21 @@ def topology_document(
             }
         )
     return document
+
+
+def hand_made_delivery_count(count: int) -> Callable[[str, dict[str, Any]], None]:
+    """A ``Cluster`` ``edit_config`` that deploys every replication subscription (``to-*``)
+    with ``maxDeliveryCount`` ``count``, as if set by hand: below what the topology's
+    validator accepts for the task's outage tolerance."""
+
+    def edit(name: str, document: dict[str, Any]) -> None:
+        for namespace in document["UserConfig"].get("Namespaces", []):
+            for topic in namespace.get("Topics", []):
+                for subscription in topic.get("Subscriptions", []):
+                    if subscription["Name"].startswith("to-"):
+                        subscription.setdefault("Properties", {})["MaxDeliveryCount"] = count
+
+    return edit
 
 
 def event_hubs_document(*, partitions: int, consumer_group: str) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def test_a_replicator_killed_mid_batch_and_restarted_loses_nothing(
             first.wait(timeout=10)
         with replicator_process(cluster, log):
             eventually(
-                lambda: len(set(message_ids(_peek_all(cluster)))) >= 500,
+                lambda: len(set(message_ids(cluster.peek("neu", "orders", "audit")))) >= 500,
                 timeout=120,
                 what="every message after the restart",
             )
@@ -59,19 +59,6 @@ def test_a_replicator_killed_mid_batch_and_restarted_loses_nothing(
     figures["replicator SIGKILLed mid-stream (500 messages): duplicates (same MessageId)"] = (
         sum(copies.values()) - 500
     )
-
-
-def _peek_all(cluster: Cluster) -> list[Any]:
-    peeked: list[Any] = []
-    with (
-        cluster.client("neu") as client,
-        client.get_subscription_receiver("orders", "audit") as receiver,
-    ):
-        sequence = 0
-        while batch := receiver.peek_messages(max_message_count=250, sequence_number=sequence):
-            peeked.extend(batch)
-            sequence = (batch[-1].sequence_number or 0) + 1
-    return peeked
 
 
 @pytest.mark.parametrize("how", ["killed", "restarted"])
@@ -93,7 +80,7 @@ def test_a_source_namespace_killed_or_restarted_under_the_replicator(
             time.sleep(3)
             source.start()
             eventually(
-                lambda: len(set(message_ids(_peek_all(cluster)))) >= 400,
+                lambda: len(set(message_ids(cluster.peek("neu", "orders", "audit")))) >= 400,
                 timeout=120,
                 what="every message after the source came back",
             )
@@ -122,7 +109,7 @@ def test_a_target_that_hangs_longer_than_a_lock_loses_nothing(
             time.sleep(12)
             cluster.nodes["neu"].resume()
             eventually(
-                lambda: len(set(message_ids(_peek_all(cluster)))) >= 110,
+                lambda: len(set(message_ids(cluster.peek("neu", "orders", "audit")))) >= 110,
                 timeout=120,
                 what="everything after the target woke up",
             )

@@ -16,7 +16,14 @@ from typing import Any
 
 from replication.hosts.local import LocalHost
 
-from .harness import Cluster, eventually, message_ids, originals, topology_document
+from .harness import (
+    Cluster,
+    eventually,
+    hand_made_delivery_count,
+    message_ids,
+    originals,
+    topology_document,
+)
 
 OUTAGE_SECONDS = 30
 
@@ -106,26 +113,19 @@ def test_one_peer_down_does_not_hold_back_the_others(tmp_path: Path) -> None:
         _assert_nothing_dead_lettered(cluster, "weu", "to-sea")
 
 
-def _hand_made_delivery_count(count: int) -> Any:
-    def edit(name: str, document: dict[str, Any]) -> None:
-        for namespace in document["UserConfig"].get("Namespaces", []):
-            for topic in namespace.get("Topics", []):
-                for subscription in topic.get("Subscriptions", []):
-                    if subscription["Name"].startswith("to-"):
-                        subscription.setdefault("Properties", {})["MaxDeliveryCount"] = count
-
-    return edit
-
-
 def test_without_the_delivery_budget_an_outage_dead_letters_the_backlog(tmp_path: Path) -> None:
     """The control case: the same outage against a subscription deployed by hand with
     ``maxDeliveryCount`` 3 (what the topology's budget prevents). The messages land in the
     source's dead-letter queue, nowhere else; none is lost."""
     document = topology_document(["weu", "neu"], [("weu", "neu")])
-    with Cluster(document, tmp_path, edit_config=_hand_made_delivery_count(3)) as cluster:
+    with Cluster(document, tmp_path, edit_config=hand_made_delivery_count(3)) as cluster:
         cluster.nodes["neu"].kill()
         with LocalHost(cluster.topology, cluster.environ):
             cluster.publish("weu", "orders", originals("m", 20))
-            time.sleep(20)  # 3 deliveries of 4 s attempts, and some slack
+            eventually(  # 3 deliveries of 4 s attempts each
+                lambda: cluster.count("weu", "orders", "to-neu", dead_letter=True) >= 20,
+                timeout=60,
+                what="the backlog in the dead-letter queue",
+            )
         dead = message_ids(cluster.drain("weu", "orders", "to-neu", dead_letter=True))
     assert set(dead) == {f"m-{i}" for i in range(20)}

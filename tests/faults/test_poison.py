@@ -27,7 +27,14 @@ from replication.properties import (
     REPL_PATH,
 )
 
-from .harness import Cluster, eventually, message_ids, originals, topology_document
+from .harness import (
+    Cluster,
+    eventually,
+    hand_made_delivery_count,
+    message_ids,
+    originals,
+    topology_document,
+)
 
 
 def _largest(fits: Callable[[int], bool]) -> int:
@@ -278,11 +285,18 @@ def test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone(tmp_pa
     whole transfer (see ``tests/e2e/test_poison_messages.py``). The loop reconnects and
     receives one message at a time for a while, so the good messages around them are
     replicated once and only the two undecodable ones reach the source's dead-letter queue,
-    after ``maxDeliveryCount`` lock expiries."""
+    after ``maxDeliveryCount`` lock expiries.
+
+    The subscription is deployed by hand with ``maxDeliveryCount`` 5, below the 11 the
+    topology's validator asks for (one 4-second outage attempt plus 10 spare deliveries), so
+    that the poison dies after 5 lock expiries of 5 s instead of 11: a good message is held
+    back by one failed delivery (the receive it shared with a poison message) and then
+    received alone, so 5 still leaves it 4 more than it needs, and a fault that cost the good
+    messages deliveries would show sooner, not later."""
     document = topology_document(
         ["weu", "neu"], [("weu", "neu")], max_delivery_count=11, tolerance="PT4S"
     )
-    with Cluster(document, tmp_path) as cluster:
+    with Cluster(document, tmp_path, edit_config=hand_made_delivery_count(5)) as cluster:
         port = cluster.nodes["weu"].port
         cluster.publish("weu", "orders", originals("before", 10))
         _proton_send(
@@ -305,7 +319,7 @@ def test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone(tmp_pa
                 dead.extend(_proton_drain(port, dead_letter_queue))
                 return len(dead) >= 2
 
-            eventually(both_dead, timeout=240, interval=2, what="the poison in the DLQ")
+            eventually(both_dead, timeout=240, what="the poison in the DLQ")
             eventually(lambda: not host.status["weu-to-neu"].failing, timeout=30)
         copies = message_ids(cluster.drain("neu", "orders", "audit"))
     assert copies == dict.fromkeys([f"{p}-{i}" for p in ("before", "after") for i in range(10)], 1)

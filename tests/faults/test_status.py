@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import signal
@@ -24,6 +25,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -373,23 +375,31 @@ def test_status_follows_an_event_hubs_task_through_every_state(
 
 def _hub_message_ids(connection: str, hub: str, partitions: tuple[str, ...]) -> Counter[str]:
     """The MessageIds of every event in the hub's partitions, read from the start with
-    ``$Default`` until a partition stays idle for 2 s (independently of the code under test)."""
+    ``$Default`` until a partition stays idle for 2 s (independently of the code under test);
+    the partitions side by side."""
+    with ThreadPoolExecutor(len(partitions)) as pool:
+        return sum(
+            pool.map(functools.partial(_partition_message_ids, connection, hub), partitions),
+            Counter[str](),
+        )
+
+
+def _partition_message_ids(connection: str, hub: str, partition: str) -> Counter[str]:
     received: list[EventData] = []
-    for partition in partitions:
-        with EventHubConsumerClient.from_connection_string(
-            connection, consumer_group="$Default", eventhub_name=hub
-        ) as consumer:
+    with EventHubConsumerClient.from_connection_string(
+        connection, consumer_group="$Default", eventhub_name=hub
+    ) as consumer:
 
-            def on_event_batch(_context: Any, events: list[EventData]) -> None:
-                received.extend(events)
-                if not events:
-                    consumer.close()  # idle: the partition is read to its end
+        def on_event_batch(_context: Any, events: list[EventData]) -> None:
+            received.extend(events)
+            if not events:
+                consumer.close()  # idle: the partition is read to its end
 
-            consumer.receive_batch(
-                on_event_batch=on_event_batch,
-                partition_id=partition,
-                starting_position="-1",
-                max_batch_size=100,
-                max_wait_time=2,
-            )
+        consumer.receive_batch(
+            on_event_batch=on_event_batch,
+            partition_id=partition,
+            starting_position="-1",
+            max_batch_size=100,
+            max_wait_time=2,
+        )
     return message_ids(received)

@@ -317,20 +317,31 @@ class Cluster:
         return len(self.peek(namespace, topic, subscription, dead_letter=dead_letter))
 
     def peek(
-        self, namespace: str, topic: str, subscription: str, *, dead_letter: bool = False
+        self,
+        namespace: str,
+        entity: str,
+        subscription: str | None = None,
+        *,
+        dead_letter: bool = False,
     ) -> list[Any]:
-        """Every message waiting in a subscription or its dead-letter queue, in order (peeked,
-        nothing settled)."""
+        """Every message in a queue or subscription (or its dead-letter queue), in order,
+        locked ones included: peeked, nothing settled. What an entity holds once nothing
+        writes to it any more, without :meth:`drain`'s wait for a quiet ``idle``."""
         sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
         found: list[Any] = []
-        with (
-            self.client(namespace) as client,
-            client.get_subscription_receiver(topic, subscription, sub_queue=sub_queue) as receiver,
-        ):
-            sequence = 0
-            while batch := receiver.peek_messages(max_message_count=250, sequence_number=sequence):
-                found += batch
-                sequence = (batch[-1].sequence_number or 0) + 1
+        with self.client(namespace) as client:
+            receiver = (
+                client.get_queue_receiver(entity, sub_queue=sub_queue)
+                if subscription is None
+                else client.get_subscription_receiver(entity, subscription, sub_queue=sub_queue)
+            )
+            with receiver:
+                sequence = 0
+                while page := receiver.peek_messages(
+                    max_message_count=250, sequence_number=sequence
+                ):
+                    found += page
+                    sequence = (page[-1].sequence_number or 0) + 1
         return found
 
 

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from azure.eventhub import EventData, EventHubConsumerClient
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
     ServiceBusClient,
@@ -415,6 +416,31 @@ def topology_document(
             }
         )
     return document
+
+
+def read_partition(
+    connection: str, hub: str, partition: str, *, idle: float, count: int | None = None
+) -> list[EventData]:
+    """A partition's events from its start, read with ``$Default`` independently of the code
+    under test, until ``count`` are read or the partition stays idle for ``idle`` seconds."""
+    received: list[EventData] = []
+    with EventHubConsumerClient.from_connection_string(
+        connection, consumer_group="$Default", eventhub_name=hub
+    ) as consumer:
+
+        def on_event_batch(_context: Any, events: list[EventData]) -> None:
+            received.extend(events)
+            if not events or (count is not None and len(received) >= count):
+                consumer.close()
+
+        consumer.receive_batch(
+            on_event_batch=on_event_batch,
+            partition_id=partition,
+            starting_position="-1",
+            max_batch_size=100,
+            max_wait_time=idle,
+        )
+    return received
 
 
 def hand_made_delivery_count(count: int) -> Callable[[str, dict[str, Any]], None]:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub import EventData, EventHubProducerClient
 from azure.eventhub.amqp import AmqpAnnotatedMessage, AmqpMessageProperties
 from azure.servicebus import ServiceBusMessage
 from proton import Message
@@ -74,7 +74,7 @@ from replication.properties import (
 from replication.runtime import parked_copy
 from replication.transport.servicebus import to_servicebus_message
 
-from .harness import Cluster, Node, topology_document
+from .harness import Cluster, Node, read_partition, topology_document
 from .test_poison import EVENT_HUB_TOPOLOGY as POISON_EVENT_HUB_TOPOLOGY
 from .test_poison import _largest, _largest_body, _proton_send
 
@@ -321,29 +321,6 @@ def _amqp_properties(message_id: str) -> AmqpMessageProperties:
     return properties
 
 
-def _read_partition(connection: str, partition: str, count: int) -> list[EventData]:
-    """The partition's first ``count`` events, read independently of the code under test."""
-    received: list[EventData] = []
-    with EventHubConsumerClient.from_connection_string(
-        connection, consumer_group="$Default", eventhub_name="devices"
-    ) as consumer:
-
-        def on_event_batch(_context: Any, events: list[EventData]) -> None:
-            received.extend(events)
-            if len(received) >= count or not events:
-                consumer.close()
-
-        consumer.receive_batch(
-            on_event_batch=on_event_batch,
-            partition_id=partition,
-            starting_position="-1",
-            max_batch_size=100,
-            max_wait_time=3,
-        )
-    assert len(received) >= count
-    return received[:count]
-
-
 def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_the_original(
     tmp_path: Path, redrive: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -395,7 +372,9 @@ def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_
                 batch = producer.create_batch(partition_id="0")
                 batch.add(item)
                 producer.send_batch(batch)
-        events = _read_partition(connection, "0", 11)
+        events = read_partition(connection, "devices", "0", idle=3, count=11)
+        assert len(events) >= 11
+        events = events[:11]
         by_eid = {_text((e.properties or {}).get(b"eid")): e for e in events}
         anonymous_id = f"ingest/devices/0/{by_eid['anonymous'].sequence_number}"
         _replicate(cluster, 11)

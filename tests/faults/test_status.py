@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub import EventData, EventHubProducerClient
 from azure.servicebus import ServiceBusMessage
 
 from replication.cli import main
@@ -52,6 +52,7 @@ from .harness import (
     eventually,
     message_ids,
     originals,
+    read_partition,
     replicator_process,
     topology_document,
 )
@@ -374,32 +375,9 @@ def test_status_follows_an_event_hubs_task_through_every_state(
 
 
 def _hub_message_ids(connection: str, hub: str, partitions: tuple[str, ...]) -> Counter[str]:
-    """The MessageIds of every event in the hub's partitions, read from the start with
-    ``$Default`` until a partition stays idle for 2 s (independently of the code under test);
-    the partitions side by side."""
+    """The MessageIds of every event in the hub's partitions, read from the start until a
+    partition stays idle for 2 s (independently of the code under test); the partitions side
+    by side."""
     with ThreadPoolExecutor(len(partitions)) as pool:
-        return sum(
-            pool.map(functools.partial(_partition_message_ids, connection, hub), partitions),
-            Counter[str](),
-        )
-
-
-def _partition_message_ids(connection: str, hub: str, partition: str) -> Counter[str]:
-    received: list[EventData] = []
-    with EventHubConsumerClient.from_connection_string(
-        connection, consumer_group="$Default", eventhub_name=hub
-    ) as consumer:
-
-        def on_event_batch(_context: Any, events: list[EventData]) -> None:
-            received.extend(events)
-            if not events:
-                consumer.close()  # idle: the partition is read to its end
-
-        consumer.receive_batch(
-            on_event_batch=on_event_batch,
-            partition_id=partition,
-            starting_position="-1",
-            max_batch_size=100,
-            max_wait_time=2,
-        )
-    return message_ids(received)
+        read = functools.partial(read_partition, connection, hub, idle=2)
+        return message_ids([event for events in pool.map(read, partitions) for event in events])

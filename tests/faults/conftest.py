@@ -17,11 +17,11 @@ LONGEST = (
     "test_failover.py::test_a_planned_drill_loses_nothing_and_processes_each_message_once",
     "test_outages.py::test_a_flapping_target_loses_nothing",
 )
-"""The longest fault tests, longest first (the first about 100 s, the others 40 to 60 s; most
-take 15 to 30 s). ``./dev.sh test`` runs this tier on several processes with pytest-xdist,
+"""The longest fault tests, longest first (the first about 100 s, the others 35 to 55 s; most
+take 10 to 30 s). ``./dev.sh test`` runs this tier on several processes with pytest-xdist,
 whose load scheduling hands each process the next two tests of the collection to start with
-and then the next ones as it finishes: each of these is followed by a short one, so that the
-longest start at once on processes of their own and the next longest as soon as one is free,
+and then the next ones as it finishes: each of these is followed by one of the others, so that
+the longest start at once on processes of their own and the next longest as soon as one is free,
 instead of last or two on one. A renamed test only loses its place."""
 
 

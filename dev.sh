@@ -227,8 +227,8 @@ print_step_times() {
 
 lint() {
     log "ruff (lint and format)"
-    "$VENV/bin/ruff" check .
-    "$VENV/bin/ruff" format --check .
+    # `&&`: in a lane `set -e` is off, and the first check's failure must not be lost.
+    "$VENV/bin/ruff" check . && "$VENV/bin/ruff" format --check .
 }
 
 typecheck() {
@@ -240,8 +240,12 @@ typecheck() {
 # emulator and fault tiers mostly wait on the wire (SDK link setup, lock expiry, outages they
 # cause), so more processes than cores overlap those waits; every test there serves its own
 # emulators on free ports with its own tmp_path. The Spark tier goes by file (--dist loadfile):
-# a file's Spark tests share one SparkSession, the demo's tests run beside them.
-TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:2:loadfile samples:2 tools:2)
+# a file's Spark tests share one SparkSession, and the showcase's tests share one run of it. Its
+# longest files are the two demos' (test_demo.py, test_demo_topology.py): three processes run
+# them beside the Spark tests.
+TIER_WORKERS=(fast:2 emulator:6 faults:4 spark:3:loadfile samples:2 tools:2)
+# The host tier's tests wait on the worker and the emulator (each process starts its own pair).
+HOST_WORKERS=3
 
 pytest_tier() {
     # pytest_tier TIER [PYTEST ARGS...]: one tier of tests/conftest.py.
@@ -273,12 +277,19 @@ pytest_tier() {
 host_tier() {
     log "pytest: host-protocol tier (Python 3.13, the Functions Python worker runtime)"
     REPLICATION_EMULATOR_PYTHON="$PWD/$VENV/bin/python" \
-        "$HOST_VENV/bin/python" -m pytest --confcutdir=tests/host -p no:cacheprovider tests/host
+        "$HOST_VENV/bin/python" -m pytest --confcutdir=tests/host -p no:cacheprovider \
+        -n "$HOST_WORKERS" tests/host
 }
 
-# Which environment each test tier needs beyond .venv, Java and Node.js (installed first).
-# They install in the background while ruff, mypy and the first tiers run.
-BACKGROUND_SETUPS=(host azcli checkov chromium)
+# The two lanes of `./dev.sh test`, each run in this order (see run_tests).
+WIRE_LANE=(ruff mypy emulator faults)
+CPU_LANE=(fast spark tools host samples)
+
+# What the test tiers need beyond .venv (installed first). They install in the background while
+# ruff, mypy and the first tiers run; a tier waits for what it needs (see lane). "system" is
+# Node.js with Azurite, Java and Chromium, one after another because each may run apt-get, which
+# holds dpkg's lock.
+BACKGROUND_SETUPS=(system host azcli checkov)
 
 start_background_setups() {
     # One background job per environment; each writes its exit status to $RESULTS/setup-NAME
@@ -286,13 +297,18 @@ start_background_setups() {
     local name
     for name in "${BACKGROUND_SETUPS[@]}"; do
         (
+            # The setup runs as a job of its own and its status is taken with `wait`: under an
+            # `||` bash would switch `set -e` off inside it, and a failing install would go on.
+            (
+                case "$name" in
+                    host) ensure_host_venv ;;
+                    azcli) ensure_tool_venv .venv-azcli requirements-azcli.txt ;;
+                    checkov) ensure_tool_venv .venv-checkov requirements-checkov.txt ;;
+                    system) ensure_node_tools; ensure_java; ensure_chromium ;;
+                esac
+            ) > "$RESULTS/setup-$name.log" 2>&1 &
             status=0
-            case "$name" in
-                host) ensure_host_venv ;;
-                azcli) ensure_tool_venv .venv-azcli requirements-azcli.txt ;;
-                checkov) ensure_tool_venv .venv-checkov requirements-checkov.txt ;;
-                chromium) ensure_chromium ;;
-            esac > "$RESULTS/setup-$name.log" 2>&1 || status=$?
+            wait $! || status=$?
             echo "$status" > "$RESULTS/setup-$name"
         ) &
     done
@@ -322,9 +338,14 @@ lane() {
         started=$SECONDS
         status=0
         case "$tier" in
-            tools) { wait_for_setups azcli checkov && pytest_tier tools "${TIER_ARGS[@]}"; } ;;
+            ruff) lint ;;
+            mypy) typecheck ;;
+            tools) { wait_for_setups system azcli checkov && pytest_tier tools "${TIER_ARGS[@]}"; } ;;
             host) { wait_for_setups host && host_tier; } ;;
-            spark) { wait_for_setups chromium && pytest_tier spark "${TIER_ARGS[@]}"; } ;;
+            # Azurite (Node.js), Java for Spark, Chromium for the report page's screenshot.
+            emulator | faults | spark) {
+                wait_for_setups system && pytest_tier "$tier" "${TIER_ARGS[@]}"
+            } ;;
             *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;
         esac > "$RESULTS/$tier.log" 2>&1 || status=$?
         (
@@ -347,24 +368,22 @@ run_check() {
 run_tests() {
     # Everything CI runs; arguments go to each tier's pytest (not to the host tier's).
     #
-    # .venv, Java and Node.js are installed first; the host, Azure CLI and checkov environments
-    # install in the background meanwhile. Then two lanes of tiers run side by side: most tiers
-    # spend their time waiting (on the emulators' wire, on lock expiry and the outages the fault
-    # tests cause, on Java and the worker starting), not computing, so a 2-core machine runs two
-    # at once in little more than the longer lane's time. The CPU-heavy tiers (fast, spark,
-    # tools) share one lane; the two long wire-bound ones (emulator, faults) the other, which is
-    # the longer one, so the short samples tier ends the first lane.
+    # .venv is installed first; everything else installs in the background meanwhile (see
+    # BACKGROUND_SETUPS). Then two lanes of steps run side by side: most tiers spend their time
+    # waiting (on the emulators' wire, on lock expiry and the outages the fault tests cause, on
+    # Java and the worker starting), not computing, so a 2-core machine runs two at once in
+    # little more than the longer lane's time. The CPU-heavy tiers (fast, spark, tools) share one
+    # lane; ruff, mypy and the two long wire-bound tiers (emulator, faults) the other. A failing
+    # ruff or mypy fails the run at its end, like a failing tier, after every tier has run.
     trap print_step_times EXIT
     RESULTS=$(mktemp -d)
     TIER_ARGS=("$@")
-    timed setup setup_foreground
+    timed setup ensure_venv
     start_background_setups
-    timed ruff lint
-    timed mypy typecheck
     local started=$SECONDS tier seconds status
-    lane emulator faults &
+    lane "${WIRE_LANE[@]}" &
     local wire=$!
-    lane fast spark tools host samples &
+    lane "${CPU_LANE[@]}" &
     local cpu=$!
     wait "$wire" "$cpu" || true
     while read -r tier seconds status; do
@@ -372,10 +391,9 @@ run_tests() {
             [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
         [ "$status" -eq 0 ] || FAILED_TIERS+=("$tier")
     done < "$RESULTS/times"
-    STEP_TIMES+=("$(printf '%-9s %5d s  (emulator faults | fast spark tools host samples)' \
-        tiers $((SECONDS - started)))")
-    local expected=(emulator faults samples fast spark tools host)
-    for tier in "${expected[@]}"; do
+    STEP_TIMES+=("$(printf '%-9s %5d s  (%s | %s)' lanes $((SECONDS - started)) \
+        "${WIRE_LANE[*]}" "${CPU_LANE[*]}")")
+    for tier in "${WIRE_LANE[@]}" "${CPU_LANE[@]}"; do
         grep -q "^$tier " "$RESULTS/times" || FAILED_TIERS+=("$tier (did not run)")
     done
     rm -rf "$RESULTS"
@@ -383,12 +401,6 @@ run_tests() {
         log "failed tiers: ${FAILED_TIERS[*]}"
         return 1
     fi
-}
-
-setup_foreground() {
-    ensure_venv
-    ensure_java
-    ensure_node_tools
 }
 
 run_bench() {

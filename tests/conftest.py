@@ -47,7 +47,7 @@ TIER_PATHS = {
     FAST: ("tests",),
     "emulator": ("tests/e2e", "tests/emulator"),
     "faults": ("tests/faults",),
-    "spark": ("tests/spark", "tests/e2e/test_demo.py"),
+    "spark": ("tests/spark", "tests/e2e/test_demo.py", "tests/e2e/test_demo_topology.py"),
     "samples": ("tests/samples",),
     "tools": ("tests/infra",),
 }

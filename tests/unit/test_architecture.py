@@ -18,6 +18,7 @@ commands' logic, never a host); the two ``hosts``, which never import each other
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -104,8 +105,14 @@ def _sources() -> Iterator[tuple[str, Path]]:
             yield _module_name(path), path
 
 
-def _imports(name: str, path: Path) -> Iterator[str]:
-    """Absolute names of every module ``path`` imports (``from x import y``: x, and x.y)."""
+@functools.cache
+def _imports(name: str, path: Path) -> tuple[str, ...]:
+    """Absolute names of every module ``path`` imports (``from x import y``: x, and x.y).
+    Parsed once per run: several tests walk every module's imports."""
+    return tuple(_parse_imports(name, path))
+
+
+def _parse_imports(name: str, path: Path) -> Iterator[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):

@@ -7,11 +7,13 @@ its own process, ``python -m spark.dedup_audit`` (the library never imports ``sp
 ``--expect SRC:DST`` per pair of regions a task connects, and writes ``OUTPUT/audit/report.json``
 and ``report.html``. :class:`SparkAudit` runs it in the background, so the showcase's other
 scenarios go on meanwhile; its output goes to ``OUTPUT/audit/spark.log`` unless it is shown.
+Its JVM runs with :data:`SHORT_RUN_JVM`, unless ``PYSPARK_SUBMIT_ARGS`` says otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -25,6 +27,11 @@ from replication.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
 WATERMARK = "30 seconds"
+SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""JVM options for the demo's audit, a few small Spark jobs over a few hundred records: the
+quick (C1) JIT only and the serial collector. They change how fast it runs, not what it
+computes (the same options as the Spark tests'): the showcase's audit took 18.6 s instead of
+22.9 s (median of 3, side by side). An audit of real captures keeps Spark's defaults."""
 
 
 def capture_record(envelope: Envelope) -> dict[str, Any]:
@@ -83,9 +90,15 @@ class SparkAudit:
         self.log = output / "audit" / "spark.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self._stream: IO[bytes] | None = None if show_output else self.log.open("wb")
+        environ = dict(os.environ)
+        # PySpark reads its launch options (spark-submit's) from here; a user's own win.
+        environ.setdefault(
+            "PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{SHORT_RUN_JVM}" pyspark-shell'
+        )
         self._process = subprocess.Popen(
             command,
             cwd=ROOT,
+            env=environ,
             stdout=self._stream,
             stderr=subprocess.STDOUT if self._stream else None,
         )

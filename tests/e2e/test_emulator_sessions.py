@@ -78,6 +78,14 @@ def client(connection: str) -> Iterator[ServiceBusClient]:
         yield client
 
 
+@pytest.fixture
+def client_without_retries(connection: str) -> Iterator[ServiceBusClient]:
+    """For a refusal the test expects: the SDK retries a refused attach (``retry_total``, 3 by
+    default, with backoff), which only repeats the same refusal about 20 s long."""
+    with ServiceBusClient.from_connection_string(connection, retry_total=0) as client:
+        yield client
+
+
 def _send(client: ServiceBusClient, queue: str, *messages: tuple[str, str]) -> None:
     """Send ``(session id, body)`` pairs in this order."""
     with client.get_queue_sender(queue) as sender:
@@ -119,10 +127,10 @@ def test_next_available_takes_a_session_with_messages_that_nobody_holds(
 
 
 def test_next_available_times_out_when_no_session_has_messages(
-    client: ServiceBusClient,
+    client_without_retries: ServiceBusClient,
 ) -> None:
     started = time.monotonic()
-    receiver = client.get_queue_receiver(
+    receiver = client_without_retries.get_queue_receiver(
         "empty", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=2
     )
     with pytest.raises(OperationTimeoutError), receiver:
@@ -131,12 +139,14 @@ def test_next_available_times_out_when_no_session_has_messages(
 
 
 def test_a_session_held_by_a_receiver_cannot_be_locked_by_another(
-    client: ServiceBusClient,
+    client: ServiceBusClient, client_without_retries: ServiceBusClient
 ) -> None:
     _send(client, "held", ("only", "x"))
     with client.get_queue_receiver("held", session_id="only") as first:
         assert len(first.receive_messages(max_message_count=1, max_wait_time=5)) == 1
-        second = client.get_queue_receiver("held", session_id="only", max_wait_time=2)
+        second = client_without_retries.get_queue_receiver(
+            "held", session_id="only", max_wait_time=2
+        )
         with pytest.raises(SessionCannotBeLockedError), second:
             second.receive_messages(max_message_count=1)
     # Closing the first receiver ends its lock: the session can be locked again.

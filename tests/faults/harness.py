@@ -19,9 +19,11 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from azure.eventhub import EventData, EventHubConsumerClient
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
     ServiceBusClient,
@@ -35,6 +37,13 @@ from replication.topology import Topology, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
+
+SESSION_READERS = 4
+"""How many sessions :meth:`Cluster.drain_sessions` reads side by side."""
+
+SESSION_TAIL_SECONDS = 0.5
+"""How long :meth:`Cluster.drain_sessions` waits for more of a held session's messages before it
+lets the session go (what comes later is taken again with the session, in order)."""
 
 
 def free_port() -> int:
@@ -240,9 +249,38 @@ class Cluster:
         self, namespace: str, entity: str, subscription: str | None = None, *, idle: float = 1.5
     ) -> dict[str, list[Any]]:
         """Receive and complete every session of a session-enabled queue or subscription, each
-        in its order, until no session with messages is left: messages by SessionId."""
+        in its order, until no session with messages is left: messages by SessionId.
+
+        :data:`SESSION_READERS` readers take sessions side by side (each attach and each close
+        waits about half a second in the SDK); a session is held by one of them at a time, so
+        its messages are appended in order. ``idle`` is how long a reader's attach waits for a
+        session with messages that nobody holds; "none" ends that reader at once, because its
+        client retries nothing (the SDK retries a timed-out attach like a failure: three more
+        waits with back-off, about 20 s per drain; any other failure fails the drain). Within a
+        session a receive that waits :data:`SESSION_TAIL_SECONDS` for nothing ends it: a message
+        that reaches the receiver later is not lost, it stays locked with the session, comes
+        back when the receiver closes, and the next attach takes the session again."""
         sessions: dict[str, list[Any]] = {}
-        with self.client(namespace) as client:
+        with ThreadPoolExecutor(SESSION_READERS) as pool:
+            readers = [
+                pool.submit(self._read_sessions, namespace, entity, subscription, idle, sessions)
+                for _ in range(SESSION_READERS)
+            ]
+            for reader in readers:
+                reader.result()
+        return sessions
+
+    def _read_sessions(
+        self,
+        namespace: str,
+        entity: str,
+        subscription: str | None,
+        idle: float,
+        sessions: dict[str, list[Any]],
+    ) -> None:
+        """One reader of :meth:`drain_sessions`: the next free session, until none is left."""
+        connection = self.nodes[namespace].connection_string
+        with ServiceBusClient.from_connection_string(connection, retry_total=0) as client:
             while True:
                 receiver = (
                     client.get_queue_receiver(
@@ -257,31 +295,55 @@ class Cluster:
                     receiver.__enter__()
                 except OperationTimeoutError:
                     receiver.close()
-                    return sessions
+                    return
                 with receiver:
                     try:
                         batch = receiver.receive_messages(max_message_count=100)
                     except OperationTimeoutError:  # attached, then no session came
-                        return sessions
+                        return
                     session_id = str(receiver.session.session_id)
                     while batch:
                         for message in batch:
                             sessions.setdefault(session_id, []).append(message)
                             receiver.complete_message(message)
-                        batch = receiver.receive_messages(max_message_count=100)
+                        batch = receiver.receive_messages(
+                            max_message_count=100, max_wait_time=SESSION_TAIL_SECONDS
+                        )
 
-    def count(self, namespace: str, topic: str, subscription: str) -> int:
-        """Messages waiting in a subscription (peeked, nothing settled)."""
-        total = 0
-        with (
-            self.client(namespace) as client,
-            client.get_subscription_receiver(topic, subscription) as receiver,
-        ):
-            sequence = 0
-            while batch := receiver.peek_messages(max_message_count=250, sequence_number=sequence):
-                total += len(batch)
-                sequence = (batch[-1].sequence_number or 0) + 1
-        return total
+    def count(
+        self, namespace: str, topic: str, subscription: str, *, dead_letter: bool = False
+    ) -> int:
+        """Messages waiting in a subscription or its dead-letter queue (peeked, nothing
+        settled)."""
+        return len(self.peek(namespace, topic, subscription, dead_letter=dead_letter))
+
+    def peek(
+        self,
+        namespace: str,
+        entity: str,
+        subscription: str | None = None,
+        *,
+        dead_letter: bool = False,
+    ) -> list[Any]:
+        """Every message in a queue or subscription (or its dead-letter queue), in order,
+        locked ones included: peeked, nothing settled. What an entity holds once nothing
+        writes to it any more, without :meth:`drain`'s wait for a quiet ``idle``."""
+        sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
+        found: list[Any] = []
+        with self.client(namespace) as client:
+            receiver = (
+                client.get_queue_receiver(entity, sub_queue=sub_queue)
+                if subscription is None
+                else client.get_subscription_receiver(entity, subscription, sub_queue=sub_queue)
+            )
+            with receiver:
+                sequence = 0
+                while page := receiver.peek_messages(
+                    max_message_count=250, sequence_number=sequence
+                ):
+                    found += page
+                    sequence = (page[-1].sequence_number or 0) + 1
+        return found
 
 
 def message_ids(messages: Sequence[Any]) -> Counter[str]:
@@ -354,6 +416,46 @@ def topology_document(
             }
         )
     return document
+
+
+def read_partition(
+    connection: str, hub: str, partition: str, *, idle: float, count: int | None = None
+) -> list[EventData]:
+    """A partition's events from its start, read with ``$Default`` independently of the code
+    under test, until ``count`` are read or the partition stays idle for ``idle`` seconds."""
+    received: list[EventData] = []
+    with EventHubConsumerClient.from_connection_string(
+        connection, consumer_group="$Default", eventhub_name=hub
+    ) as consumer:
+
+        def on_event_batch(_context: Any, events: list[EventData]) -> None:
+            received.extend(events)
+            if not events or (count is not None and len(received) >= count):
+                consumer.close()
+
+        consumer.receive_batch(
+            on_event_batch=on_event_batch,
+            partition_id=partition,
+            starting_position="-1",
+            max_batch_size=100,
+            max_wait_time=idle,
+        )
+    return received
+
+
+def hand_made_delivery_count(count: int) -> Callable[[str, dict[str, Any]], None]:
+    """A ``Cluster`` ``edit_config`` that deploys every replication subscription (``to-*``)
+    with ``maxDeliveryCount`` ``count``, as if set by hand: below what the topology's
+    validator accepts for the task's outage tolerance."""
+
+    def edit(name: str, document: dict[str, Any]) -> None:
+        for namespace in document["UserConfig"].get("Namespaces", []):
+            for topic in namespace.get("Topics", []):
+                for subscription in topic.get("Subscriptions", []):
+                    if subscription["Name"].startswith("to-"):
+                        subscription.setdefault("Properties", {})["MaxDeliveryCount"] = count
+
+    return edit
 
 
 def event_hubs_document(*, partitions: int, consumer_group: str) -> dict[str, Any]:

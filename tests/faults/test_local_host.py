@@ -49,7 +49,7 @@ def test_order_per_key_is_kept_across_batches_and_an_outage(tmp_path: Path) -> N
                 timeout=120,
                 what="everything at neu",
             )
-        arrived = cluster.drain("neu", "orders", "audit")
+        arrived = cluster.peek("neu", "orders", "audit")
     by_key: dict[str, list[int]] = defaultdict(list)
     for message in arrived:
         properties = message.application_properties

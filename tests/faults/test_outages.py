@@ -16,14 +16,21 @@ from typing import Any
 
 from replication.hosts.local import LocalHost
 
-from .harness import Cluster, eventually, message_ids, originals, topology_document
+from .harness import (
+    Cluster,
+    eventually,
+    hand_made_delivery_count,
+    message_ids,
+    originals,
+    topology_document,
+)
 
 OUTAGE_SECONDS = 30
 
 
 def _assert_nothing_dead_lettered(cluster: Cluster, source: str, subscription: str) -> None:
-    assert cluster.drain(source, "orders", subscription, dead_letter=True, idle=1) == []
-    assert cluster.drain(source, "replication-parked", idle=1) == []
+    assert cluster.peek(source, "orders", subscription, dead_letter=True) == []
+    assert cluster.peek(source, "replication-parked") == []
 
 
 def test_a_target_down_for_a_while_loses_nothing_and_dead_letters_nothing(
@@ -49,7 +56,7 @@ def test_a_target_down_for_a_while_loses_nothing_and_dead_letters_nothing(
                 what="the backlog reaching neu",
             )
             eventually(lambda: not status.failing, timeout=30, what="the task recovering")
-        copies = message_ids(cluster.drain("neu", "orders", "audit"))
+        copies = message_ids(cluster.peek("neu", "orders", "audit"))
         _assert_nothing_dead_lettered(cluster, "weu", "to-neu")
     expected = {f"before-{i}" for i in range(100)} | {f"during-{i}" for i in range(200)}
     assert set(copies) == expected  # lost 0, no copy under another MessageId
@@ -74,7 +81,7 @@ def test_a_flapping_target_loses_nothing(tmp_path: Path, figures: dict[str, Any]
                 timeout=120,
                 what="everything reaching neu",
             )
-        copies = message_ids(cluster.drain("neu", "orders", "audit"))
+        copies = message_ids(cluster.peek("neu", "orders", "audit"))
         _assert_nothing_dead_lettered(cluster, "weu", "to-neu")
     assert set(copies) == {f"r{r}-{i}" for r in range(3) for i in range(60)}
     figures["flapping target (3 outages of 5 s): duplicates (same MessageId)"] = (
@@ -101,20 +108,9 @@ def test_one_peer_down_does_not_hold_back_the_others(tmp_path: Path) -> None:
                 what="sea catching up",
             )
         expected = {f"m-{i}" for i in range(150)}
-        assert set(message_ids(cluster.drain("neu", "orders", "audit"))) == expected
-        assert set(message_ids(cluster.drain("sea", "orders", "audit"))) == expected
+        assert set(message_ids(cluster.peek("neu", "orders", "audit"))) == expected
+        assert set(message_ids(cluster.peek("sea", "orders", "audit"))) == expected
         _assert_nothing_dead_lettered(cluster, "weu", "to-sea")
-
-
-def _hand_made_delivery_count(count: int) -> Any:
-    def edit(name: str, document: dict[str, Any]) -> None:
-        for namespace in document["UserConfig"].get("Namespaces", []):
-            for topic in namespace.get("Topics", []):
-                for subscription in topic.get("Subscriptions", []):
-                    if subscription["Name"].startswith("to-"):
-                        subscription.setdefault("Properties", {})["MaxDeliveryCount"] = count
-
-    return edit
 
 
 def test_without_the_delivery_budget_an_outage_dead_letters_the_backlog(tmp_path: Path) -> None:
@@ -122,10 +118,14 @@ def test_without_the_delivery_budget_an_outage_dead_letters_the_backlog(tmp_path
     ``maxDeliveryCount`` 3 (what the topology's budget prevents). The messages land in the
     source's dead-letter queue, nowhere else; none is lost."""
     document = topology_document(["weu", "neu"], [("weu", "neu")])
-    with Cluster(document, tmp_path, edit_config=_hand_made_delivery_count(3)) as cluster:
+    with Cluster(document, tmp_path, edit_config=hand_made_delivery_count(3)) as cluster:
         cluster.nodes["neu"].kill()
         with LocalHost(cluster.topology, cluster.environ):
             cluster.publish("weu", "orders", originals("m", 20))
-            time.sleep(20)  # 3 deliveries of 4 s attempts, and some slack
-        dead = message_ids(cluster.drain("weu", "orders", "to-neu", dead_letter=True))
+            eventually(  # 3 deliveries of 4 s attempts each
+                lambda: cluster.count("weu", "orders", "to-neu", dead_letter=True) >= 20,
+                timeout=60,
+                what="the backlog in the dead-letter queue",
+            )
+        dead = message_ids(cluster.peek("weu", "orders", "to-neu", dead_letter=True))
     assert set(dead) == {f"m-{i}" for i in range(20)}

@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub import EventData, EventHubProducerClient
 from azure.eventhub.amqp import AmqpAnnotatedMessage, AmqpMessageProperties
-from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus import ServiceBusMessage
 from proton import Message
 
 from replication.cli import main
@@ -74,7 +74,7 @@ from replication.properties import (
 from replication.runtime import parked_copy
 from replication.transport.servicebus import to_servicebus_message
 
-from .harness import Cluster, Node, topology_document
+from .harness import Cluster, Node, read_partition, topology_document
 from .test_poison import EVENT_HUB_TOPOLOGY as POISON_EVENT_HUB_TOPOLOGY
 from .test_poison import _largest, _largest_body, _proton_send
 
@@ -92,31 +92,6 @@ def _properties(message: Any) -> dict[str, Any]:
 def _body(message: Any) -> bytes:
     body = message.body
     return body if isinstance(body, bytes) else b"".join(bytes(part) for part in body)
-
-
-def _peek(cluster: Cluster, namespace: str, queue: str, *, dead_letter: bool = False) -> list[Any]:
-    """Everything in a queue (or its DLQ), peeked: nothing settled, nothing counted."""
-    sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
-    found: list[Any] = []
-    with (
-        cluster.client(namespace) as client,
-        client.get_queue_receiver(queue, sub_queue=sub_queue) as receiver,
-    ):
-        start = 0
-        while page := receiver.peek_messages(max_message_count=250, sequence_number=start):
-            found += page
-            start = (page[-1].sequence_number or 0) + 1
-    return found
-
-
-def _peek_subscription_dlq(cluster: Cluster, namespace: str) -> list[Any]:
-    with (
-        cluster.client(namespace) as client,
-        client.get_subscription_receiver(
-            "orders", "to-neu", sub_queue=ServiceBusSubQueue.DEAD_LETTER
-        ) as receiver,
-    ):
-        return list(receiver.peek_messages(max_message_count=250))
 
 
 def _by_id(messages: list[Any]) -> dict[str, Any]:
@@ -227,8 +202,8 @@ def test_service_bus_poison_is_parked_whole_or_kept_in_the_source_and_redriven_e
         audit = _by_id(cluster.drain("weu", "orders", "audit", idle=1))  # the source's copies
 
         # What was parked: the original plus its reason, or a notice; nothing is lost.
-        parked = _by_id(_peek(cluster, "weu", "replication-parked"))
-        dead = _by_id(_peek_subscription_dlq(cluster, "weu"))
+        parked = _by_id(cluster.peek("weu", "replication-parked"))
+        dead = _by_id(cluster.peek("weu", "orders", "to-neu", dead_letter=True))
         assert sorted(parked) == ["big", "edge", "hops"]
         assert sorted(dead) == ["edge", "sequence", "value"]
         for name in ("big", "hops"):
@@ -283,7 +258,7 @@ def test_service_bus_poison_is_parked_whole_or_kept_in_the_source_and_redriven_e
             enqueued=audit["big"].enqueued_time_utc,
             sequence=_properties(parked["big"])[DEAD_LETTER_SEQUENCE],
         )
-        left = _by_id(_peek(cluster, "weu", "replication-parked"))
+        left = _by_id(cluster.peek("weu", "replication-parked"))
         assert sorted(left) == ["edge", "hops"]
         assert _body(left["hops"]) == originals["hops"]["body"]  # parked again, whole
         assert _properties(left["hops"])[DEAD_LETTER_REASON] == "MalformedReplicationProperty"
@@ -296,7 +271,7 @@ def test_service_bus_poison_is_parked_whole_or_kept_in_the_source_and_redriven_e
         assert "read 3, forwarded 0, skipped 0, parked again 1" in out
         assert "left in place (rejected, no deadLetterTarget): 2" in out
         assert "left in place (too large to park whole; a notice was parked): 1" in out
-        assert sorted(_by_id(_peek_subscription_dlq(cluster, "weu"))) == [
+        assert sorted(_by_id(cluster.peek("weu", "orders", "to-neu", dead_letter=True))) == [
             "edge",
             "sequence",
             "value",
@@ -344,29 +319,6 @@ def _amqp_properties(message_id: str) -> AmqpMessageProperties:
         message_id=message_id
     )
     return properties
-
-
-def _read_partition(connection: str, partition: str, count: int) -> list[EventData]:
-    """The partition's first ``count`` events, read independently of the code under test."""
-    received: list[EventData] = []
-    with EventHubConsumerClient.from_connection_string(
-        connection, consumer_group="$Default", eventhub_name="devices"
-    ) as consumer:
-
-        def on_event_batch(_context: Any, events: list[EventData]) -> None:
-            received.extend(events)
-            if len(received) >= count or not events:
-                consumer.close()
-
-        consumer.receive_batch(
-            on_event_batch=on_event_batch,
-            partition_id=partition,
-            starting_position="-1",
-            max_batch_size=100,
-            max_wait_time=3,
-        )
-    assert len(received) >= count
-    return received[:count]
 
 
 def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_the_original(
@@ -420,14 +372,16 @@ def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_
                 batch = producer.create_batch(partition_id="0")
                 batch.add(item)
                 producer.send_batch(batch)
-        events = _read_partition(connection, "0", 11)
+        events = read_partition(connection, "devices", "0", idle=3, count=11)
+        assert len(events) >= 11
+        events = events[:11]
         by_eid = {_text((e.properties or {}).get(b"eid")): e for e in events}
         anonymous_id = f"ingest/devices/0/{by_eid['anonymous'].sequence_number}"
         _replicate(cluster, 11)
-        delivered = _by_id(_peek(cluster, "weu", "device-events"))
+        delivered = _by_id(cluster.peek("weu", "device-events"))
         assert sorted(delivered) == [f"good-{i}" for i in range(6)]
 
-        parked = _by_id(_peek(cluster, "park", "replication-parked"))
+        parked = _by_id(cluster.peek("park", "replication-parked"))
         assert sorted(parked) == sorted(["value", "sequence", "map", "oversize", anonymous_id])
         reasons = {
             "value": "UnsupportedBodyType",
@@ -496,7 +450,7 @@ def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_
         out = capsys.readouterr().out
         assert "read 5, forwarded 2, skipped 0, parked again 0" in out
         assert "left parked, original not restorable: 3" in out
-        replicas = _by_id(_peek(cluster, "weu", "device-events"))
+        replicas = _by_id(cluster.peek("weu", "device-events"))
         assert sorted(set(replicas) - set(delivered)) == sorted(["oversize", anonymous_id])
         for eid, message_id in (("oversize", "oversize"), ("anonymous", anonymous_id)):
             event = by_eid[eid]
@@ -515,7 +469,7 @@ def test_event_hub_poison_keeps_its_properties_and_position_and_redrive_rereads_
                 sequence=event.sequence_number,
                 offset=str(event.offset),
             )
-        left = _by_id(_peek(cluster, "park", "replication-parked"))
+        left = _by_id(cluster.peek("park", "replication-parked"))
         assert sorted(left) == ["gone", "map", "sequence", "value"]
         assert all(
             left[name].sequence_number == parked[name].sequence_number

@@ -27,7 +27,14 @@ from replication.properties import (
     REPL_PATH,
 )
 
-from .harness import Cluster, eventually, message_ids, originals, topology_document
+from .harness import (
+    Cluster,
+    eventually,
+    hand_made_delivery_count,
+    message_ids,
+    originals,
+    topology_document,
+)
 
 
 def _largest(fits: Callable[[int], bool]) -> int:
@@ -60,7 +67,7 @@ def _largest_body(cluster: Cluster, namespace: str) -> int:
 
 
 def _parked(cluster: Cluster, namespace: str) -> dict[str, Any]:
-    return {str(m.message_id): m for m in cluster.drain(namespace, "replication-parked", idle=1)}
+    return {str(m.message_id): m for m in cluster.peek(namespace, "replication-parked")}
 
 
 def _replicate(cluster: Cluster, expected: int) -> None:
@@ -81,9 +88,9 @@ def test_messages_too_large_for_the_target_are_parked_alone(tmp_path: Path) -> N
         ]
         cluster.publish("weu", "orders", messages)
         _replicate(cluster, 41)
-        copies = message_ids(cluster.drain("neu", "orders", "audit"))
+        copies = message_ids(cluster.peek("neu", "orders", "audit"))
         parked = _parked(cluster, "weu")
-        assert cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1) == []
+        assert cluster.peek("weu", "orders", "to-neu", dead_letter=True) == []
     assert copies == {f"{p}-{i}": 1 for p in ("before", "after") for i in range(20)}
     assert list(parked) == ["huge"]
     assert (
@@ -112,9 +119,9 @@ def test_a_parked_copy_too_large_for_the_parking_queue_is_parked_without_its_bod
         ]
         cluster.publish("weu", "orders", messages)
         _replicate(cluster, 21)
-        copies = message_ids(cluster.drain("neu", "orders", "audit"))
+        copies = message_ids(cluster.peek("neu", "orders", "audit"))
         parked = _parked(cluster, "weu")
-        dead = cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1)
+        dead = cluster.peek("weu", "orders", "to-neu", dead_letter=True)
     assert copies == {f"{p}-{i}": 1 for p in ("before", "after") for i in range(10)}
     assert list(parked) == ["edge"]
     # Only a notice is parked: the whole original waits in the source's dead-letter queue.
@@ -155,9 +162,9 @@ def test_malformed_replication_properties_are_parked_and_odd_bodies_replicated(
         ]
         cluster.publish("weu", "orders", messages)
         _replicate(cluster, len(messages))
-        replicas = {str(m.message_id): m for m in cluster.drain("neu", "orders", "audit")}
+        replicas = {str(m.message_id): m for m in cluster.peek("neu", "orders", "audit")}
         parked = _parked(cluster, "weu")
-        assert cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1) == []
+        assert cluster.peek("weu", "orders", "to-neu", dead_letter=True) == []
     assert set(replicas) == {f"good-{i}" for i in range(10)} | set(odd)
     assert b"".join(replicas["not-utf8"].body) == b"\xff\xfe\x00\x80 not text"
     assert len(replicas["many-properties"].application_properties) >= 1000
@@ -231,7 +238,7 @@ def test_an_event_too_large_for_its_queue_is_parked_and_no_partition_is_blocked(
                     batch.add(_event(f"p{partition}-after-{i}", b"{}"))
                 producer.send_batch(batch)
         _replicate(cluster, 41)
-        delivered = message_ids(cluster.drain("weu", "device-events", idle=1))
+        delivered = message_ids(cluster.peek("weu", "device-events"))
         parked = _parked(cluster, "weu")
     expected = {f"p{p}-{when}-{i}" for p in "01" for when in ("before", "after") for i in range(10)}
     assert delivered == dict.fromkeys(expected, 1)
@@ -278,11 +285,18 @@ def test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone(tmp_pa
     whole transfer (see ``tests/e2e/test_poison_messages.py``). The loop reconnects and
     receives one message at a time for a while, so the good messages around them are
     replicated once and only the two undecodable ones reach the source's dead-letter queue,
-    after ``maxDeliveryCount`` lock expiries."""
+    after ``maxDeliveryCount`` lock expiries.
+
+    The subscription is deployed by hand with ``maxDeliveryCount`` 5, below the 11 the
+    topology's validator asks for (one 4-second outage attempt plus 10 spare deliveries), so
+    that the poison dies after 5 lock expiries of 5 s instead of 11: a good message is held
+    back by one failed delivery (the receive it shared with a poison message) and then
+    received alone, so 5 still leaves it 4 more than it needs, and a fault that cost the good
+    messages deliveries would show sooner, not later."""
     document = topology_document(
         ["weu", "neu"], [("weu", "neu")], max_delivery_count=11, tolerance="PT4S"
     )
-    with Cluster(document, tmp_path) as cluster:
+    with Cluster(document, tmp_path, edit_config=hand_made_delivery_count(5)) as cluster:
         port = cluster.nodes["weu"].port
         cluster.publish("weu", "orders", originals("before", 10))
         _proton_send(
@@ -305,9 +319,9 @@ def test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone(tmp_pa
                 dead.extend(_proton_drain(port, dead_letter_queue))
                 return len(dead) >= 2
 
-            eventually(both_dead, timeout=240, interval=2, what="the poison in the DLQ")
+            eventually(both_dead, timeout=240, what="the poison in the DLQ")
             eventually(lambda: not host.status["weu-to-neu"].failing, timeout=30)
-        copies = message_ids(cluster.drain("neu", "orders", "audit"))
+        copies = message_ids(cluster.peek("neu", "orders", "audit"))
     assert copies == dict.fromkeys([f"{p}-{i}" for p in ("before", "after") for i in range(10)], 1)
     assert sorted(str(message.id) for message in dead) == ["char", "decimal64"]
 
@@ -331,8 +345,8 @@ def test_value_and_sequence_bodies_are_dead_lettered_and_a_missing_message_id_is
             Message(body=b"no id", inferred=True),
         )
         _replicate(cluster, 8)
-        replicas = {str(m.message_id): m for m in cluster.drain("neu", "orders", "audit")}
-        dead = cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1)
+        replicas = {str(m.message_id): m for m in cluster.peek("neu", "orders", "audit")}
+        dead = cluster.peek("weu", "orders", "to-neu", dead_letter=True)
     without_id = [m for name, m in replicas.items() if not name.startswith("good-")]
     assert {f"good-{i}" for i in range(5)} <= set(replicas)
     (anonymous,) = without_id

@@ -62,10 +62,10 @@ def _run(tmp_path: Path, bad: list[str]) -> None:
         with LocalHost(cluster.topology, cluster.environ) as host:
             assert host.wait_until_idle(idle_seconds=3, timeout=120, at_least=100)
             assert not host.failing()
-        copies = cluster.drain("neu", "orders", "audit")
-        parked = {str(m.message_id): m for m in cluster.drain("weu", "replication-parked", idle=1)}
-        dead = cluster.drain("weu", "orders", "to-neu", dead_letter=True, idle=1)
-        back_home = message_ids(cluster.drain("weu", "orders", "audit"))
+        copies = cluster.peek("neu", "orders", "audit")
+        parked = {str(m.message_id): m for m in cluster.peek("weu", "replication-parked")}
+        dead = cluster.peek("weu", "orders", "to-neu", dead_letter=True)
+        back_home = message_ids(cluster.peek("weu", "orders", "audit"))
     good = {name for name in names if name.startswith("good-")}
     assert message_ids(copies) == dict.fromkeys(good, 1)
     assert set(parked) == set(bad)

@@ -281,9 +281,13 @@ host_tier() {
         -n "$HOST_WORKERS" tests/host
 }
 
-# The two lanes of `./dev.sh test`, each run in this order (see run_tests).
-WIRE_LANE=(ruff mypy emulator faults)
-CPU_LANE=(fast spark tools host samples)
+# The lanes of `./dev.sh test`: each a list of steps run in this order, the lanes side by side
+# (see run_tests). The longest is the wire-bound one; the others share the machine's CPU with it.
+LANES=(
+    "emulator faults"
+    "ruff mypy fast tools samples"
+    "spark host"
+)
 
 # What the test tiers need beyond .venv (installed first). They install in the background while
 # ruff, mypy and the first tiers run; a tier waits for what it needs (see lane). "system" is
@@ -331,7 +335,7 @@ wait_for_setups() {
 
 lane() {
     # lane TIER...: run the tiers one after another, each tier's output kept in a file and shown
-    # whole when the tier ends (two lanes run side by side; flock keeps their output apart).
+    # whole when the tier ends (the lanes run side by side; flock keeps their output apart).
     # Each tier's time and status go to $RESULTS/times, failures to $RESULTS/failed.
     local tier started status
     for tier in "$@"; do
@@ -369,31 +373,34 @@ run_tests() {
     # Everything CI runs; arguments go to each tier's pytest (not to the host tier's).
     #
     # .venv is installed first; everything else installs in the background meanwhile (see
-    # BACKGROUND_SETUPS). Then two lanes of steps run side by side: most tiers spend their time
-    # waiting (on the emulators' wire, on lock expiry and the outages the fault tests cause, on
-    # Java and the worker starting), not computing, so a 2-core machine runs two at once in
-    # little more than the longer lane's time. The CPU-heavy tiers (fast, spark, tools) share one
-    # lane; ruff, mypy and the two long wire-bound tiers (emulator, faults) the other. A failing
-    # ruff or mypy fails the run at its end, like a failing tier, after every tier has run.
+    # BACKGROUND_SETUPS). Then the LANES run side by side: most tiers spend their time waiting
+    # (on the emulators' wire, on lock expiry and the outages the fault tests cause, on Java and
+    # the worker starting), not computing. Two lanes left the 2-core machine about half idle
+    # (1.1 cores busy on average); in three, the CPU-heavy steps (mypy, the fast and Spark
+    # tiers) run beside the two long wire-bound tiers and beside each other. A failing ruff or
+    # mypy fails the run at its end, like a failing tier, after every tier has run.
     trap print_step_times EXIT
     RESULTS=$(mktemp -d)
     TIER_ARGS=("$@")
     timed setup ensure_venv
     start_background_setups
-    local started=$SECONDS tier seconds status
-    lane "${WIRE_LANE[@]}" &
-    local wire=$!
-    lane "${CPU_LANE[@]}" &
-    local cpu=$!
-    wait "$wire" "$cpu" || true
+    local started=$SECONDS tier seconds status steps pids=()
+    for steps in "${LANES[@]}"; do
+        # shellcheck disable=SC2086  # a lane is a list of step names
+        lane $steps &
+        pids+=($!)
+    done
+    wait "${pids[@]}" || true
     while read -r tier seconds status; do
         STEP_TIMES+=("$(printf '%-9s %5d s' "$tier" "$seconds")$(
             [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
         [ "$status" -eq 0 ] || FAILED_TIERS+=("$tier")
     done < "$RESULTS/times"
-    STEP_TIMES+=("$(printf '%-9s %5d s  (%s | %s)' lanes $((SECONDS - started)) \
-        "${WIRE_LANE[*]}" "${CPU_LANE[*]}")")
-    for tier in "${WIRE_LANE[@]}" "${CPU_LANE[@]}"; do
+    local joined
+    joined=$(printf ' | %s' "${LANES[@]}")
+    STEP_TIMES+=("$(printf '%-9s %5d s  (%s)' lanes $((SECONDS - started)) "${joined:3}")")
+    # shellcheck disable=SC2048,SC2086  # every step of every lane, split on spaces
+    for tier in ${LANES[*]}; do
         grep -q "^$tier " "$RESULTS/times" || FAILED_TIERS+=("$tier (did not run)")
     done
     rm -rf "$RESULTS"

@@ -11,6 +11,7 @@ where the schemas come from.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -19,11 +20,18 @@ from pathlib import Path
 import pytest
 
 from tests.infra.arm_schema import TYPES_DIR, problems, resource_types
-from tests.infra.bicep_eval import Unknown
+from tests.infra.bicep_eval import Deployment, Unknown
 from tests.infra.deployments import ROOT, TEMPLATE_VARIANTS, TOPOLOGIES, deploy, load
 
 BICEP_FILES = sorted((ROOT / "infra").rglob("*.bicep"))
 DECLARATION = re.compile(r"^resource\s+\w+\s+'([^'@]+)@([^']+)'", re.MULTILINE)
+
+
+@functools.cache
+def _deployed(topology_file: Path, variant: str) -> Deployment:
+    """The evaluated deployment of ``topology_file`` under a template variant, once per run:
+    the schema test and the coverage tests read the same deployments."""
+    return deploy(load(topology_file), **TEMPLATE_VARIANTS[variant])
 
 
 def test_the_stored_schemas_are_the_recorded_files() -> None:
@@ -53,7 +61,7 @@ def test_every_declared_resource_type_and_api_version_exists() -> None:
 @pytest.mark.parametrize("variant", TEMPLATE_VARIANTS)
 @pytest.mark.parametrize("topology_file", TOPOLOGIES, ids=lambda p: p.name)
 def test_every_deployed_body_is_allowed_by_its_schema(topology_file: Path, variant: str) -> None:
-    deployment = deploy(load(topology_file), **TEMPLATE_VARIANTS[variant])
+    deployment = _deployed(topology_file, variant)
     found = []
     for resource in deployment.resources:
         name = resource.name.what if isinstance(resource.name, Unknown) else resource.name
@@ -72,8 +80,8 @@ def test_every_declared_resource_type_is_checked_by_some_topology() -> None:
     checked = {
         resource.type_reference
         for topology_file in TOPOLOGIES
-        for variant in TEMPLATE_VARIANTS.values()
-        for resource in deploy(load(topology_file), **variant).resources
+        for variant in TEMPLATE_VARIANTS
+        for resource in _deployed(topology_file, variant).resources
     }
     declared = {f"{t}@{v}" for p in BICEP_FILES for t, v in DECLARATION.findall(p.read_text())}
     assert declared <= checked, (
@@ -83,9 +91,8 @@ def test_every_declared_resource_type_is_checked_by_some_topology() -> None:
 
 def test_the_feature_topology_reaches_every_declared_resource_type() -> None:
     checked = set()
-    for variant in TEMPLATE_VARIANTS.values():
-        deployment = deploy(load(TOPOLOGIES[-1]), **variant)
-        checked |= {r.type_reference for r in deployment.resources}
+    for variant in TEMPLATE_VARIANTS:
+        checked |= {r.type_reference for r in _deployed(TOPOLOGIES[-1], variant).resources}
     declared = {f"{t}@{v}" for p in BICEP_FILES for t, v in DECLARATION.findall(p.read_text())}
     assert declared <= checked, declared - checked
 

@@ -291,8 +291,8 @@ LANES=(
 
 # What the test tiers need beyond .venv (installed first). They install in the background while
 # ruff, mypy and the first tiers run; a tier waits for what it needs (see lane). "system" is
-# Node.js with Azurite, Java and Chromium, one after another because each may run apt-get, which
-# holds dpkg's lock.
+# Node.js with Azurite, then Java and Chromium, one after another because each may run apt-get,
+# which holds dpkg's lock; the tiers that need only Azurite start once it is there (wait_for_node).
 BACKGROUND_SETUPS=(system host azcli checkov)
 
 start_background_setups() {
@@ -308,7 +308,12 @@ start_background_setups() {
                     host) ensure_host_venv ;;
                     azcli) ensure_tool_venv .venv-azcli requirements-azcli.txt ;;
                     checkov) ensure_tool_venv .venv-checkov requirements-checkov.txt ;;
-                    system) ensure_node_tools; ensure_java; ensure_chromium ;;
+                    system)
+                        ensure_node_tools
+                        touch "$RESULTS/node-ready"
+                        ensure_java
+                        ensure_chromium
+                        ;;
                 esac
             ) > "$RESULTS/setup-$name.log" 2>&1 &
             status=0
@@ -333,6 +338,12 @@ wait_for_setups() {
     return "$status"
 }
 
+wait_for_node() {
+    # Node.js and Azurite, the first part of the "system" setup: ready before Java and Chromium.
+    while [ ! -f "$RESULTS/node-ready" ] && [ ! -f "$RESULTS/setup-system" ]; do sleep 1; done
+    [ -f "$RESULTS/node-ready" ] || wait_for_setups system
+}
+
 lane() {
     # lane TIER...: run the tiers one after another, each tier's output kept in a file and shown
     # whole when the tier ends (the lanes run side by side; flock keeps their output apart).
@@ -344,12 +355,15 @@ lane() {
         case "$tier" in
             ruff) lint ;;
             mypy) typecheck ;;
-            tools) { wait_for_setups system azcli checkov && pytest_tier tools "${TIER_ARGS[@]}"; } ;;
-            host) { wait_for_setups host && host_tier; } ;;
-            # Azurite (Node.js), Java for Spark, Chromium for the report page's screenshot.
-            emulator | faults | spark) {
-                wait_for_setups system && pytest_tier "$tier" "${TIER_ARGS[@]}"
+            tools) {
+                wait_for_node && wait_for_setups azcli checkov &&
+                    pytest_tier tools "${TIER_ARGS[@]}"
             } ;;
+            host) { wait_for_setups host && host_tier; } ;;
+            # Azurite (Node.js) for the failover binding store and Event Hubs checkpoints.
+            emulator | faults) { wait_for_node && pytest_tier "$tier" "${TIER_ARGS[@]}"; } ;;
+            # Java for Spark, Chromium for the report page's screenshot, Azurite for the demo.
+            spark) { wait_for_setups system && pytest_tier spark "${TIER_ARGS[@]}"; } ;;
             *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;
         esac > "$RESULTS/$tier.log" 2>&1 || status=$?
         (

@@ -8,17 +8,27 @@ that hangs longer than a lock (``tests/faults/test_crashes.py``).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from replication.transport.servicebus import LockKeeper, LockRenewer
+import pytest
+
+from replication.runtime import RetryPolicy
+from replication.transport.servicebus import LockKeeper, LockRenewer, overdue_after
+
+LOOPS_LOGGER = "replication.transport.servicebus._loops"
 
 
 def _soon(seconds: float = 0.4) -> Callable[[], list[datetime]]:
     """Locks that always expire ``seconds`` from now: renewed every 0.2 s (the shortest wait)."""
     return lambda: [datetime.now(UTC) + timedelta(seconds=seconds)]
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
 def _eventually(condition: Callable[[], bool], timeout: float = 30.0) -> None:
@@ -75,3 +85,40 @@ def test_renewal_stops_at_the_limit_and_survives_a_failing_renewal() -> None:
             assert "limited" not in calls, "renewed past the limit"
         with LockKeeper(lambda: calls.append("next"), _soon(), limit=600, renewer=renewer):
             _eventually(lambda: "next" in calls)
+
+
+def test_a_batch_in_flight_too_long_is_logged_once_and_again_at_the_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The local host does not bound its sends: a send that never returns would hold its loop
+    while the locks are renewed, with nothing logged. The keeper says so once the batch is
+    overdue, once, and again when renewal stops at the limit."""
+    renewals: list[int] = []
+    caplog.set_level(logging.WARNING, logger=LOOPS_LOGGER)
+    with LockRenewer() as renewer:
+        keeper = LockKeeper(
+            lambda: renewals.append(1), _soon(), limit=1.2, renewer=renewer,
+            overdue=0.3, what="weu/orders: a batch of 3 message(s)",
+        )  # fmt: skip
+        with keeper:
+            _eventually(lambda: len(_warnings(caplog)) == 2)
+            time.sleep(0.5)  # more than two renewal intervals: nothing is logged again
+    overdue, limit = _warnings(caplog)
+    assert overdue.startswith("weu/orders: a batch of 3 message(s) has been in flight for ")
+    assert "longer than its retries may take" in overdue
+    assert limit.startswith("weu/orders: a batch of 3 message(s) has been in flight for ")
+    assert "the lock renewal limit" in limit
+    assert renewals, "renewed until the limit"
+
+
+def test_a_batch_settled_in_time_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger=LOOPS_LOGGER)
+    renewals: list[int] = []
+    with LockKeeper(lambda: renewals.append(1), _soon(), limit=600, overdue=60):
+        _eventually(lambda: len(renewals) >= 2)
+    assert _warnings(caplog) == []
+
+
+def test_a_batch_is_overdue_after_twice_its_attempt_budget_and_at_least_a_minute() -> None:
+    assert overdue_after(RetryPolicy(budget=48)) == 96
+    assert overdue_after(RetryPolicy(budget=5)) == 60

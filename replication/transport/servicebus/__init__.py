@@ -33,6 +33,7 @@ from ._loops import (
     Isolation,
     LockKeeper,
     LockRenewer,
+    overdue_after,
     run_servicebus_session_source,
     run_servicebus_source,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "ServiceBusPeeker",
     "entity_receiver",
     "envelope_from_received",
+    "overdue_after",
     "peek_latest_heartbeats",
     "peek_pages",
     "position_message_id",

@@ -66,7 +66,14 @@ from azure.servicebus.exceptions import (
 
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError, ReplicationError, UnreadableTransferError
-from replication.runtime import BatchOutcome, TaskRunner, TaskStatus, describe, failure_level
+from replication.runtime import (
+    BatchOutcome,
+    RetryPolicy,
+    TaskRunner,
+    TaskStatus,
+    describe,
+    failure_level,
+)
 from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceSpec
 from replication.transport.connections import servicebus_client
@@ -78,6 +85,9 @@ logger = logging.getLogger(__name__)
 
 RECEIVE_WAIT_SECONDS = 1.0
 DEAD_RECEIVER_EMPTIES = 5
+MIN_OVERDUE_SECONDS = 60.0
+"""A batch in flight longer than twice its task's attempt budget, and at least this long, is
+logged as overdue (:func:`overdue_after`)."""
 """Empty receives in a row, each back in under a tenth of the wait, that mark a dead receiver."""
 
 
@@ -115,7 +125,13 @@ def run_servicebus_source(
                     continue
                 instant_empties = 0
                 with LockKeeper.for_messages(
-                    receiver, messages, limit=lock_renewal_seconds, renewer=renewer
+                    receiver,
+                    messages,
+                    limit=lock_renewal_seconds,
+                    renewer=renewer,
+                    overdue=overdue_after(runner.retry),
+                    what=f"{source.namespace}/{source.entity_path}: "
+                    f"a batch of {len(messages)} message(s)",
                 ):
                     outcome = _run_servicebus_batch(
                         receiver, messages, runner, source=source.entity_path
@@ -229,7 +245,14 @@ def _drain_session(
         if not messages:
             status.touch()
             return  # idle: release the session, take the next one
-        with LockKeeper.for_session(session, limit=limit, renewer=renewer):
+        with LockKeeper.for_session(
+            session,
+            limit=limit,
+            renewer=renewer,
+            overdue=overdue_after(runner.retry),
+            what=f"{source.namespace}/{source.entity_path}: a batch of {len(messages)} "
+            f"message(s) of session {session.session_id}",
+        ):
             outcome = _run_servicebus_batch(receiver, messages, runner, source=source.entity_path)
         _settle_batch(receiver, outcome, runner, status)
 
@@ -335,9 +358,26 @@ class LockRenewer:
                     self._lock.wait(wait)
                 if not self._current(keeper):
                     continue
-                if time.monotonic() - keeper.started > keeper.limit:
+                elapsed = time.monotonic() - keeper.started
+                if elapsed > keeper.limit:
+                    logger.warning(
+                        "%s has been in flight for %.0f s, the lock renewal limit: its locks are "
+                        "no longer renewed, and its messages are redelivered when they expire",
+                        keeper.what,
+                        elapsed,
+                    )
                     self._keeper = None  # as long as a batch may hold its locks
                     continue
+                if keeper.overdue is not None and not keeper.warned and elapsed > keeper.overdue:
+                    keeper.warned = True
+                    logger.warning(
+                        "%s has been in flight for %.0f s, longer than its retries may take: "
+                        "a send or a transform has not returned; its locks are renewed for up "
+                        "to %.0f s",
+                        keeper.what,
+                        elapsed,
+                        keeper.limit,
+                    )
                 try:
                     keeper.renew_all()
                 except Exception as error:  # the thread serves the loop's later batches too
@@ -362,6 +402,11 @@ class LockKeeper:
     message is then redelivered after its lock expires and the copy is dropped by the runner's
     ledger or the target's duplicate detection. Build it with :meth:`for_messages` or
     :meth:`for_session`.
+
+    A batch that stays in flight past ``overdue`` is logged once (WARNING): the local host does
+    not bound its sends, so a send that never returns would otherwise hold the loop silently
+    while its locks are renewed. Reaching ``limit`` is logged too: renewal stops, and the
+    messages are redelivered once their locks expire.
     """
 
     def __init__(
@@ -371,10 +416,17 @@ class LockKeeper:
         *,
         limit: float,
         renewer: LockRenewer | None = None,
+        overdue: float | None = None,
+        what: str = "a batch",
     ) -> None:
         self.renew_all = renew
         self._locked_until = locked_until
         self.limit = limit
+        self.overdue = overdue
+        """Seconds in flight after which the batch is logged as overdue, once (None: never)."""
+        self.what = what
+        """The batch, as the warnings name it (its source and size)."""
+        self.warned = False
         self.done = threading.Event()
         self.started = 0.0
         self._renewer = renewer
@@ -388,6 +440,8 @@ class LockKeeper:
         *,
         limit: float,
         renewer: LockRenewer | None = None,
+        overdue: float | None = None,
+        what: str = "a batch",
     ) -> LockKeeper:
         """Keeps the locks of ``messages`` (a receiver without sessions)."""
         batch = list(messages)
@@ -411,12 +465,20 @@ class LockKeeper:
             lambda: [m.locked_until_utc for m in batch if m.locked_until_utc],
             limit=limit,
             renewer=renewer,
+            overdue=overdue,
+            what=what,
         )
         return keeper
 
     @classmethod
     def for_session(
-        cls, session: ServiceBusSession, *, limit: float, renewer: LockRenewer | None = None
+        cls,
+        session: ServiceBusSession,
+        *,
+        limit: float,
+        renewer: LockRenewer | None = None,
+        overdue: float | None = None,
+        what: str = "a batch",
     ) -> LockKeeper:
         """Keeps the lock of ``session``: a session's messages are locked by it, not each on
         its own (the SDK's ``renew_message_lock`` raises ``TypeError`` on a session receiver:
@@ -430,7 +492,7 @@ class LockKeeper:
                                describe(error))  # fmt: skip
 
         return cls(renew, lambda: [session.locked_until_utc] if session.locked_until_utc else [],
-                   limit=limit, renewer=renewer)  # fmt: skip
+                   limit=limit, renewer=renewer, overdue=overdue, what=what)  # fmt: skip
 
     def __enter__(self) -> LockKeeper:
         self.started = time.monotonic()
@@ -448,6 +510,12 @@ class LockKeeper:
     def next_renewal(self) -> float:
         """Seconds until the next renewal: half of the shortest remaining lock."""
         return max(0.2, remaining_lock(self._locked_until()) / 2)
+
+
+def overdue_after(retry: RetryPolicy) -> float:
+    """Seconds after which a batch of a task with this ``retry`` policy is overdue: twice its
+    attempt budget (its retries, then one more send), at least :data:`MIN_OVERDUE_SECONDS`."""
+    return max(2 * retry.budget, MIN_OVERDUE_SECONDS)
 
 
 def remaining_lock(locked_until: Sequence[datetime], default: float = 60.0) -> float:
@@ -568,10 +636,12 @@ def _log_outcome(runner: TaskRunner, outcome: BatchOutcome) -> None:
 
 __all__ = [
     "CONCURRENT_SESSIONS",
+    "MIN_OVERDUE_SECONDS",
     "SESSION_IDLE_SECONDS",
     "Isolation",
     "LockKeeper",
     "LockRenewer",
+    "overdue_after",
     "run_servicebus_session_source",
     "run_servicebus_source",
 ]

@@ -85,10 +85,10 @@ logger = logging.getLogger(__name__)
 
 RECEIVE_WAIT_SECONDS = 1.0
 DEAD_RECEIVER_EMPTIES = 5
+"""Empty receives in a row, each back in under a tenth of the wait, that mark a dead receiver."""
 MIN_OVERDUE_SECONDS = 60.0
 """A batch in flight longer than twice its task's attempt budget, and at least this long, is
 logged as overdue (:func:`overdue_after`)."""
-"""Empty receives in a row, each back in under a tenth of the wait, that mark a dead receiver."""
 
 
 def run_servicebus_source(

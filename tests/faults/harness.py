@@ -28,12 +28,12 @@ from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
     ServiceBusClient,
     ServiceBusMessage,
-    ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import MessageSizeExceededError, OperationTimeoutError
 
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, parse_topology
+from replication.transport.servicebus import entity_receiver, peek_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
@@ -229,20 +229,15 @@ class Cluster:
         idle: float = 1.5,
     ) -> list[Any]:
         """Receive and complete everything until ``idle`` seconds pass without a message."""
-        sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
         received: list[Any] = []
-        with self.client(namespace) as client:
-            if subscription is None:
-                receiver = client.get_queue_receiver(entity, sub_queue=sub_queue)
-            else:
-                receiver = client.get_subscription_receiver(
-                    entity, subscription, sub_queue=sub_queue
-                )
-            with receiver:
-                while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle):
-                    for message in batch:
-                        received.append(message)
-                        receiver.complete_message(message)
+        with (
+            self.client(namespace) as client,
+            entity_receiver(client, entity, subscription, dead_letter=dead_letter) as receiver,
+        ):
+            while batch := receiver.receive_messages(max_message_count=100, max_wait_time=idle):
+                for message in batch:
+                    received.append(message)
+                    receiver.complete_message(message)
         return received
 
     def drain_sessions(
@@ -282,14 +277,8 @@ class Cluster:
         connection = self.nodes[namespace].connection_string
         with ServiceBusClient.from_connection_string(connection, retry_total=0) as client:
             while True:
-                receiver = (
-                    client.get_queue_receiver(
-                        entity, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=idle
-                    )
-                    if subscription is None
-                    else client.get_subscription_receiver(
-                        entity, subscription, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=idle
-                    )
+                receiver = entity_receiver(
+                    client, entity, subscription, session_id=NEXT_AVAILABLE_SESSION, wait=idle
                 )
                 try:
                     receiver.__enter__()
@@ -328,22 +317,11 @@ class Cluster:
         """Every message in a queue or subscription (or its dead-letter queue), in order,
         locked ones included: peeked, nothing settled. What an entity holds once nothing
         writes to it any more, without :meth:`drain`'s wait for a quiet ``idle``."""
-        sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
-        found: list[Any] = []
-        with self.client(namespace) as client:
-            receiver = (
-                client.get_queue_receiver(entity, sub_queue=sub_queue)
-                if subscription is None
-                else client.get_subscription_receiver(entity, subscription, sub_queue=sub_queue)
-            )
-            with receiver:
-                sequence = 0
-                while page := receiver.peek_messages(
-                    max_message_count=250, sequence_number=sequence
-                ):
-                    found += page
-                    sequence = (page[-1].sequence_number or 0) + 1
-        return found
+        with (
+            self.client(namespace) as client,
+            entity_receiver(client, entity, subscription, dead_letter=dead_letter) as receiver,
+        ):
+            return [message for page in peek_pages(receiver) for message in page]
 
 
 def message_ids(messages: Sequence[Any]) -> Counter[str]:

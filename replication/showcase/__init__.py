@@ -20,7 +20,15 @@ Layout, one concern per module:
 
 from __future__ import annotations
 
-from ._audit import SparkAudit, audit_command, healthy, read_report, verdict_lines, write_capture
+from ._audit import (
+    SHORT_RUN_JVM,
+    SparkAudit,
+    audit_command,
+    healthy,
+    read_report,
+    verdict_lines,
+    write_capture,
+)
 from ._figures import Check, Collected, Expectation, Figures, Finding, count
 from ._places import Places, place, places_of
 from ._scenario import Scenario, Stage, message
@@ -30,6 +38,7 @@ from .scenarios import SCENARIOS
 __all__ = [
     "EXAMPLES",
     "SCENARIOS",
+    "SHORT_RUN_JVM",
     "Check",
     "Collected",
     "Expectation",

@@ -11,12 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from replication.showcase import SHORT_RUN_JVM
+
 pyspark = pytest.importorskip("pyspark")
 
-SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""JVM options for a session of many small jobs: the quick (C1) JIT only and the serial
-collector. They change how fast the tests run, not what Spark computes: on the shared 2-core
-machine the JVM's CPU time for ``test_dedup_audit.py`` fell from 82 s to 43 s."""
+# SHORT_RUN_JVM, the demo audit's JVM options (the quick JIT only, the serial collector), suit a
+# session of many small jobs too: they change how fast the tests run, not what Spark computes
+# (on the shared 2-core machine the JVM's CPU time for test_dedup_audit.py fell from 82 s to 43 s).
 
 
 @pytest.fixture(scope="session")

@@ -3,14 +3,18 @@
 Run: ``.venv/bin/python benchmarks/bench_local_host_floor.py [--messages N] [--rounds R]
 [--base DIR] [--only servicebus,eventhubs,functions]``.
 
-Black box, as a user runs it: the CLI (``python -m replication run --topology FILE``) in its
-own process, the emulator in another (``python -m emulator``, a fresh one per run, so every run
-starts from the same empty state), the real SDKs. Per run, N messages of 1 KB are published
-before the replicator starts; the run ends when the replicator's log says that all N were
-received, forwarded and settled (the host's INFO line per batch, ``received=... forwarded=...``,
-written after the batch was completed). Rounds interleave the variants, in a rotating order,
-so that the shared machine's noise hits all of them alike; figures are the median and
-(min-max) over the rounds, and every ratio is taken round by round before its median.
+Black box, as a user runs it: the CLI (``python -m replication run --topology FILE``) in its own
+process, the emulator in another (``python -m emulator``, a fresh one per run, so every run starts
+from the same empty state), the real SDKs. Every child runs with its bytecode cached, as an
+installed program does: ``PYTHONDONTWRITEBYTECODE`` is not passed on, so the untimed warm-up runs
+write each checkout's ``.pyc`` files (with it set, as on some CI machines, the local host compiled
+its own modules on every start, about 75 ms of CPU the bare loop did not pay). Per run, N messages
+of 1 KB are published before the replicator starts; the run ends when the replicator's log says
+that all N were received, forwarded and settled (the host's INFO line per batch,
+``received=... forwarded=...``, written after the batch was completed). Rounds interleave the
+variants, in a rotating order, so that the shared machine's noise hits all of them alike; figures
+are the median and (min-max) over the rounds, and every ratio is taken round by round before its
+median.
 
 Variants:
 
@@ -348,7 +352,11 @@ def host_command(topology: Path) -> Callable[[Path], list[str]]:
 
 
 def bare_command(kind: str) -> Callable[[Path], list[str]]:
-    return lambda checkout: [sys.executable, str(Path(__file__).resolve()), "--bare-loop", kind]
+    # As a module (-m), not a script: Python caches a module's bytecode but compiles a script
+    # given by its path on every start, which would charge the bare loop for this whole file.
+    return lambda checkout: [
+        sys.executable, "-m", "benchmarks.bench_local_host_floor", "--bare-loop", kind
+    ]  # fmt: skip
 
 
 def child_environ(variant: Variant, settings: Mapping[str, str]) -> dict[str, str]:
@@ -356,7 +364,13 @@ def child_environ(variant: Variant, settings: Mapping[str, str]) -> dict[str, st
         name: value
         for name, value in os.environ.items()
         if not name.startswith("OTEL_")
-        and name not in ("REPLICATION_TELEMETRY", "AzureWebJobsStorage", "PYTHONPATH")
+        and name
+        not in (
+            "REPLICATION_TELEMETRY",
+            "AzureWebJobsStorage",
+            "PYTHONPATH",
+            "PYTHONDONTWRITEBYTECODE",
+        )
     }
     environ.update(settings)
     environ.update(variant.environ)

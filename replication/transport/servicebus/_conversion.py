@@ -20,6 +20,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
+from azure.servicebus.amqp import AmqpMessageProperties
 
 from replication.envelope import (
     MAX_MESSAGE_ID_LENGTH,
@@ -29,6 +30,10 @@ from replication.envelope import (
 )
 from replication.transport._common import body_bytes, text
 from replication.transport._properties import decode_properties, sdk_properties
+
+_NO_PROPERTIES = AmqpMessageProperties()
+"""A message without a properties section has none of its fields (the SDK's accessors say
+None)."""
 
 
 def envelope_from_received(
@@ -42,16 +47,21 @@ def envelope_from_received(
         MessageRejectedError: the message cannot be replicated faithfully (see the module
             docstring); ``reason`` says why.
     """
+    # The AMQP properties section is read here, once, with the values the SDK's accessors give
+    # (``message.message_id`` and the others return the field, UTF-8-decoded where it is bytes,
+    # which ``text`` does too): each accessor first lists the section's fields to see whether it
+    # is empty, and the eight of them were half of what converting a received message cost.
+    fields = message.raw_amqp_message.properties or _NO_PROPERTIES
     return Envelope(
         body=body_bytes(message.body, message.body_type.value),
-        message_id=text(message.message_id, "MessageId"),
-        correlation_id=text(message.correlation_id, "CorrelationId"),
-        content_type=text(message.content_type, "ContentType"),
-        subject=text(message.subject, "Subject"),
-        to=text(message.to, "To"),
-        reply_to=text(message.reply_to, "ReplyTo"),
-        reply_to_session_id=text(message.reply_to_session_id, "ReplyToSessionId"),
-        session_id=text(message.session_id, "SessionId"),
+        message_id=text(fields.message_id, "MessageId"),
+        correlation_id=text(fields.correlation_id, "CorrelationId"),
+        content_type=text(fields.content_type, "ContentType"),
+        subject=text(fields.subject, "Subject"),
+        to=text(fields.to, "To"),
+        reply_to=text(fields.reply_to, "ReplyTo"),
+        reply_to_session_id=text(fields.reply_to_group_id, "ReplyToSessionId"),
+        session_id=text(fields.group_id, "SessionId"),
         partition_key=text(message.partition_key, "PartitionKey"),
         time_to_live=message.time_to_live,
         scheduled_enqueue_time_utc=message.scheduled_enqueue_time_utc,

@@ -151,8 +151,8 @@ def producer_span_context(properties: Mapping[str, Any]) -> trace.SpanContext | 
 
 
 def _span_context(parent: object, state: object) -> trace.SpanContext | None:
-    """The span context of a ``traceparent`` value and its ``tracestate`` (None: either is
-    absent, invalid, or not text).
+    """The span context of a ``traceparent`` value and its ``tracestate`` (None: no parent, or
+    one that is not text or not valid).
 
     Every message of a batch is read, so a ``traceparent`` alone (what the Azure SDKs write) is
     parsed here by the propagator's rules, without the Context that its ``extract`` builds for

@@ -59,6 +59,8 @@ whole run and in steady state; the time to the first batch and the CPU spent unt
 (start-up: interpreter, imports, configuration, connections). The emulator's CPU is not
 counted. ``--base DIR`` also runs the local host from another checkout (e.g. ``git archive
 main | tar -x -C DIR``) in the same rounds, for before/after figures from one run.
+``--telemetry`` runs only the two telemetry variants of ``servicebus`` (off, OTLP exporter) of
+each checkout, for the telemetry's cost in rounds that take less of the shared machine.
 """
 
 from __future__ import annotations
@@ -644,9 +646,12 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
         variants: dict[str, list[Variant]] = {}
         for kind in kinds:
             host = host_command(topologies[kind])
-            found = [Variant("bare SDK loop", kind, bare_command(kind), ROOT)]
+            found = (
+                [] if args.telemetry else [Variant("bare SDK loop", kind, bare_command(kind), ROOT)]
+            )
             for suffix, checkout in checkouts:
-                found.append(Variant("local host" + suffix, kind, host, checkout))
+                if not args.telemetry:
+                    found.append(Variant("local host" + suffix, kind, host, checkout))
                 if kind == "servicebus":
                     found.append(
                         Variant(
@@ -670,7 +675,11 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
         everything = [v for kind in kinds for v in variants[kind]]
         runs: dict[str, list[Run]] = {f"{v.kind}/{v.label}": [] for v in everything}
         for variant in everything:  # warm-up: .pyc files (each checkout's), page cache
-            if variant.label in ("bare SDK loop", "local host", "local host (base)"):
+            if args.telemetry or variant.label in (
+                "bare SDK loop",
+                "local host",
+                "local host (base)",
+            ):
                 one_run(variant, topologies[variant.kind], min(args.messages, 500))
         for index in range(args.rounds):
             turn = index % len(everything)
@@ -1099,6 +1108,12 @@ def main() -> None:
         help="comma-separated: servicebus, eventhubs, conversion, functions",
     )
     parser.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="Service Bus only, and only the local host with telemetry off and with the OTLP "
+        "exporter (of each checkout): the telemetry's cost, in shorter rounds",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="instead of timing: one run of each variant under py-spy, and its cost centres",
@@ -1117,6 +1132,8 @@ def main() -> None:
         bare_eventhubs(os.environ)
         return
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    if args.telemetry:
+        chosen = ["servicebus"]
     kinds = [kind for kind in ("servicebus", "eventhubs") if kind in chosen]
     if kinds:
         with tempfile.TemporaryDirectory() as workdir:

@@ -1,16 +1,20 @@
 """The local host against the SDK's floor: a bare SDK loop on the same emulator, side by side.
 
 Run: ``.venv/bin/python benchmarks/bench_local_host_floor.py [--messages N] [--rounds R]
-[--base DIR] [--only servicebus,eventhubs,functions]``.
+[--base DIR] [--only servicebus,eventhubs,conversion,functions]``.
 
-Black box, as a user runs it: the CLI (``python -m replication run --topology FILE``) in its
-own process, the emulator in another (``python -m emulator``, a fresh one per run, so every run
-starts from the same empty state), the real SDKs. Per run, N messages of 1 KB are published
-before the replicator starts; the run ends when the replicator's log says that all N were
-received, forwarded and settled (the host's INFO line per batch, ``received=... forwarded=...``,
-written after the batch was completed). Rounds interleave the variants, in a rotating order,
-so that the shared machine's noise hits all of them alike; figures are the median and
-(min-max) over the rounds, and every ratio is taken round by round before its median.
+Black box, as a user runs it: the CLI (``python -m replication run --topology FILE``) in its own
+process, the emulator in another (``python -m emulator``, a fresh one per run, so every run starts
+from the same empty state), the real SDKs. Every child runs with its bytecode cached, as an
+installed program does: ``PYTHONDONTWRITEBYTECODE`` is not passed on, so the untimed warm-up runs
+write each checkout's ``.pyc`` files (with it set, as on some CI machines, the local host compiled
+its own modules on every start, about 75 ms of CPU the bare loop did not pay). Per run, N messages
+of 1 KB are published before the replicator starts; the run ends when the replicator's log says
+that all N were received, forwarded and settled (the host's INFO line per batch,
+``received=... forwarded=...``, written after the batch was completed). Rounds interleave the
+variants, in a rotating order, so that the shared machine's noise hits all of them alike; figures
+are the median and (min-max) over the rounds, and every ratio is taken round by round before its
+median.
 
 Variants:
 
@@ -36,6 +40,12 @@ Variants:
   ``ServiceBusMessage`` per event copying body and properties, send) against the ``local host``
   (without ``AzureWebJobsStorage``, so neither checkpoints).
 
+- ``conversion``: in this process, over the same messages received from the emulator once,
+  the CPU per message of the local host's work between receive and send
+  (``envelope_from_received``, the all-active plan, ``to_servicebus_message``) against the
+  bare loop's copy (``bare_copies``): the steady state's difference without the wire, the
+  settling and the noise of the other processes, which on a shared machine is larger than it.
+
 - ``functions``: in this process, the per-message cost of the Functions path, what the host
   delivers (a batch of ``azure.functions.ServiceBusMessage`` decoded by the library's own
   converter from trigger metadata of the host's shape, see ``tests/host/host_conversion.py``)
@@ -49,6 +59,8 @@ whole run and in steady state; the time to the first batch and the CPU spent unt
 (start-up: interpreter, imports, configuration, connections). The emulator's CPU is not
 counted. ``--base DIR`` also runs the local host from another checkout (e.g. ``git archive
 main | tar -x -C DIR``) in the same rounds, for before/after figures from one run.
+``--telemetry`` runs only the two telemetry variants of ``servicebus`` (off, OTLP exporter) of
+each checkout, for the telemetry's cost in rounds that take less of the shared machine.
 """
 
 from __future__ import annotations
@@ -170,9 +182,36 @@ def _report(received: int, forwarded: int) -> None:
     sys.stderr.flush()
 
 
+def bare_copies(messages: Sequence[Any], source: str, target: str) -> list[Any]:
+    """The bare loop's replicas: a ServiceBusMessage per received message, copying the body,
+    the application properties (plus the ``repl-*`` stamps) and the message fields."""
+    from azure.servicebus import ServiceBusMessage
+
+    return [
+        ServiceBusMessage(
+            body=b"".join(message.body),
+            application_properties={
+                **(message.application_properties or {}),
+                **_stamps(source, target, message.enqueued_time_utc, message.sequence_number),
+            },
+            message_id=message.message_id,
+            session_id=message.session_id,
+            partition_key=message.partition_key,
+            content_type=message.content_type,
+            correlation_id=message.correlation_id,
+            subject=message.subject,
+            to=message.to,
+            reply_to=message.reply_to,
+            reply_to_session_id=message.reply_to_session_id,
+            time_to_live=message.time_to_live,
+        )
+        for message in messages
+    ]
+
+
 def bare_servicebus(environ: Mapping[str, str]) -> None:
     """Receive, copy into a new ServiceBusMessage, send, complete; one thread per direction."""
-    from azure.servicebus import ServiceBusClient, ServiceBusMessage
+    from azure.servicebus import ServiceBusClient
 
     def direction(source: str, target: str) -> None:
         with (
@@ -189,28 +228,7 @@ def bare_servicebus(environ: Mapping[str, str]) -> None:
                 )
                 if not messages:
                     continue
-                replicas = [
-                    ServiceBusMessage(
-                        body=b"".join(message.body),
-                        application_properties={
-                            **(message.application_properties or {}),
-                            **_stamps(
-                                source, target, message.enqueued_time_utc, message.sequence_number
-                            ),
-                        },
-                        message_id=message.message_id,
-                        session_id=message.session_id,
-                        partition_key=message.partition_key,
-                        content_type=message.content_type,
-                        correlation_id=message.correlation_id,
-                        subject=message.subject,
-                        to=message.to,
-                        reply_to=message.reply_to,
-                        reply_to_session_id=message.reply_to_session_id,
-                        time_to_live=message.time_to_live,
-                    )
-                    for message in messages
-                ]
+                replicas = bare_copies(messages, source, target)
                 sender.send_messages(replicas)
                 for message in messages:
                     receiver.complete_message(message)
@@ -348,7 +366,11 @@ def host_command(topology: Path) -> Callable[[Path], list[str]]:
 
 
 def bare_command(kind: str) -> Callable[[Path], list[str]]:
-    return lambda checkout: [sys.executable, str(Path(__file__).resolve()), "--bare-loop", kind]
+    # As a module (-m), not a script: Python caches a module's bytecode but compiles a script
+    # given by its path on every start, which would charge the bare loop for this whole file.
+    return lambda checkout: [
+        sys.executable, "-m", "benchmarks.bench_local_host_floor", "--bare-loop", kind
+    ]  # fmt: skip
 
 
 def child_environ(variant: Variant, settings: Mapping[str, str]) -> dict[str, str]:
@@ -356,7 +378,13 @@ def child_environ(variant: Variant, settings: Mapping[str, str]) -> dict[str, st
         name: value
         for name, value in os.environ.items()
         if not name.startswith("OTEL_")
-        and name not in ("REPLICATION_TELEMETRY", "AzureWebJobsStorage", "PYTHONPATH")
+        and name
+        not in (
+            "REPLICATION_TELEMETRY",
+            "AzureWebJobsStorage",
+            "PYTHONPATH",
+            "PYTHONDONTWRITEBYTECODE",
+        )
     }
     environ.update(settings)
     environ.update(variant.environ)
@@ -618,9 +646,12 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
         variants: dict[str, list[Variant]] = {}
         for kind in kinds:
             host = host_command(topologies[kind])
-            found = [Variant("bare SDK loop", kind, bare_command(kind), ROOT)]
+            found = (
+                [] if args.telemetry else [Variant("bare SDK loop", kind, bare_command(kind), ROOT)]
+            )
             for suffix, checkout in checkouts:
-                found.append(Variant("local host" + suffix, kind, host, checkout))
+                if not args.telemetry:
+                    found.append(Variant("local host" + suffix, kind, host, checkout))
                 if kind == "servicebus":
                     found.append(
                         Variant(
@@ -644,7 +675,11 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
         everything = [v for kind in kinds for v in variants[kind]]
         runs: dict[str, list[Run]] = {f"{v.kind}/{v.label}": [] for v in everything}
         for variant in everything:  # warm-up: .pyc files (each checkout's), page cache
-            if variant.label in ("bare SDK loop", "local host", "local host (base)"):
+            if args.telemetry or variant.label in (
+                "bare SDK loop",
+                "local host",
+                "local host (base)",
+            ):
                 one_run(variant, topologies[variant.kind], min(args.messages, 500))
         for index in range(args.rounds):
             turn = index % len(everything)
@@ -940,9 +975,31 @@ def functions_path(batch: Sequence[Any]) -> list[Any]:
     ]
 
 
+def local_host_path(topology_file: Path) -> Callable[[Sequence[Any]], list[Any]]:
+    """Ours in the local host: each received message to an Envelope, then :func:`planned`."""
+    from replication.transport.servicebus import envelope_from_received
+
+    return planned(
+        topology_file,
+        lambda batch: [envelope_from_received(message, source="weu/orders") for message in batch],
+    )
+
+
 def planned_functions_path(workdir: Path) -> Callable[[Sequence[Any]], list[Any]]:
-    """Ours with the all-active pattern's plan between the two (the replicas it stamps)."""
+    """Ours in a Function: the host's delivery to Envelopes, then :func:`planned`."""
     from replication.hosts.functions import envelopes_from_servicebus_batch
+
+    return planned(
+        write_topologies(workdir)["servicebus"],
+        lambda batch: envelopes_from_servicebus_batch(batch, source="weu/orders"),
+    )
+
+
+def planned(
+    topology_file: Path, envelopes_of: Callable[[Sequence[Any]], list[Any]]
+) -> Callable[[Sequence[Any]], list[Any]]:
+    """``envelopes_of`` a batch, the all-active pattern's plan of ``orders-weu-to-neu`` (the
+    replicas it stamps), and each replica as the ServiceBusMessage the runner sends."""
     from replication.topology import load_topology
     from replication.transport.servicebus import to_servicebus_message
 
@@ -951,12 +1008,11 @@ def planned_functions_path(workdir: Path) -> Callable[[Sequence[Any]], list[Any]
     except ImportError:  # a checkout from before the decisions moved there (--base)
         from patterns import Forward  # type: ignore[attr-defined,no-redef]
 
-    topology = load_topology(write_topologies(workdir)["servicebus"])
+    topology = load_topology(topology_file)
     task = topology.resolved(topology.task("orders-weu-to-neu"))
 
     def build(batch: Sequence[Any]) -> list[Any]:
-        envelopes = envelopes_from_servicebus_batch(batch, source="weu/orders")
-        decisions = task.pattern.plan(envelopes, task.context, task.options)
+        decisions = task.pattern.plan(envelopes_of(batch), task.context, task.options)
         return [to_servicebus_message(d.envelope) for d in decisions if isinstance(d, Forward)]
 
     return build
@@ -965,35 +1021,80 @@ def planned_functions_path(workdir: Path) -> Callable[[Sequence[Any]], list[Any]
 def run_functions(rounds: int, batches: int, workdir: Path) -> None:
     """Per-message CPU time (this process's, so that other processes on the machine count
     less) of each contender over the same delivered batches, rounds interleaved."""
-    shapes = {"3 properties": 3, "10 properties": 10}
-    print(
-        f"\nfunctions: CPU per message, {batches} delivered batches of {BATCH} x {BODY_SIZE} "
-        f"bytes, {rounds} interleaved rounds, median (min-max)"
-    )
     contenders: dict[str, Callable[[Sequence[Any]], list[Any]]] = {
         "ServiceBusMessage from the delivered message": sdk_construction,
         "host delivery -> Envelope -> ServiceBusMessage": functions_path,
         "the same with the all-active plan": planned_functions_path(workdir),
     }
-    names = list(contenders)
-    for label, count in shapes.items():
-        work = [delivered_batch(BATCH, count) for _ in range(batches)]
-        timings: dict[str, list[float]] = {name: [] for name in names}
-        for build in contenders.values():  # warm-up
-            build(work[0])
-        for index in range(rounds):
-            turn = index % len(names)
-            for name in names[turn:] + names[:turn]:
-                build = contenders[name]
-                started = time.process_time()
-                for batch in work:
-                    build(batch)
-                timings[name].append((time.process_time() - started) / (batches * BATCH))
-        floor = timings[names[0]]
+    print(
+        f"\nfunctions: CPU per message, {batches} delivered batches of {BATCH} x {BODY_SIZE} "
+        f"bytes, {rounds} interleaved rounds, median (min-max)"
+    )
+    for label, count in {"3 properties": 3, "10 properties": 10}.items():
         print(f"  {label}:")
-        for name in names:
-            ratios = [t / f for t, f in zip(timings[name], floor, strict=True)]
-            print(f"    {name:48s} {spread(timings[name], 1e6, 1):>20s} us  {spread(ratios):>18s}x")
+        time_contenders(contenders, [delivered_batch(BATCH, count) for _ in range(batches)], rounds)
+
+
+def run_conversion(rounds: int, batches: int, workdir: Path) -> None:
+    """The local host's per-message work between receiving and sending, against the bare
+    loop's copy, over the same received messages, in this process (CPU time): the steady
+    state's difference without the wire, the settling and the other processes' noise."""
+    from azure.servicebus import ServiceBusClient, ServiceBusReceiveMode
+
+    from replication.hosts.local import emulator_process
+
+    topology = write_topologies(workdir)["servicebus"]
+    received: list[Any] = []
+    with emulator_process(topology) as settings:
+        publish_servicebus(settings, 2 * batches * BATCH)  # half of them to each region
+        with (
+            ServiceBusClient.from_connection_string(settings["SB_WEU"]) as client,
+            client.get_subscription_receiver(
+                "orders", "replication", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
+            ) as receiver,
+        ):
+            while len(received) < batches * BATCH:
+                received += receiver.receive_messages(BATCH, max_wait_time=WAIT_SECONDS)
+    print(
+        f"\nservicebus, between receive and send: CPU per message, {batches} received batches "
+        f"of {BATCH} x {BODY_SIZE} bytes, {rounds} interleaved rounds, median (min-max)"
+    )
+    time_contenders(
+        {
+            "ServiceBusMessage from the received message": lambda batch: bare_copies(
+                batch, "weu", "neu"
+            ),
+            "received -> Envelope -> plan -> ServiceBusMessage": local_host_path(topology),
+        },
+        [received[start : start + BATCH] for start in range(0, len(received), BATCH)],
+        rounds,
+    )
+
+
+def time_contenders(
+    contenders: Mapping[str, Callable[[Sequence[Any]], list[Any]]],
+    work: Sequence[Sequence[Any]],
+    rounds: int,
+) -> None:
+    """Print each contender's CPU time per message over ``work`` and its ratio to the first,
+    round by round, rounds interleaved in a rotating order."""
+    names = list(contenders)
+    messages = sum(len(batch) for batch in work)
+    timings: dict[str, list[float]] = {name: [] for name in names}
+    for build in contenders.values():  # warm-up
+        build(work[0])
+    for index in range(rounds):
+        turn = index % len(names)
+        for name in names[turn:] + names[:turn]:
+            build = contenders[name]
+            started = time.process_time()
+            for batch in work:
+                build(batch)
+            timings[name].append((time.process_time() - started) / messages)
+    floor = timings[names[0]]
+    for name in names:
+        ratios = [t / f for t, f in zip(timings[name], floor, strict=True)]
+        print(f"    {name:48s} {spread(timings[name], 1e6, 1):>20s} us  {spread(ratios):>18s}x")
 
 
 def main() -> None:
@@ -1003,8 +1104,14 @@ def main() -> None:
     parser.add_argument("--base", type=Path, help="another checkout whose local host runs too")
     parser.add_argument(
         "--only",
-        default="servicebus,eventhubs,functions",
-        help="comma-separated: servicebus, eventhubs, functions",
+        default="servicebus,eventhubs,conversion,functions",
+        help="comma-separated: servicebus, eventhubs, conversion, functions",
+    )
+    parser.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="Service Bus only, and only the local host with telemetry off and with the OTLP "
+        "exporter (of each checkout): the telemetry's cost, in shorter rounds",
     )
     parser.add_argument(
         "--profile",
@@ -1025,6 +1132,8 @@ def main() -> None:
         bare_eventhubs(os.environ)
         return
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    if args.telemetry:
+        chosen = ["servicebus"]
     kinds = [kind for kind in ("servicebus", "eventhubs") if kind in chosen]
     if kinds:
         with tempfile.TemporaryDirectory() as workdir:
@@ -1032,15 +1141,20 @@ def main() -> None:
                 run_profiles(args, kinds, Path(workdir))
                 return
             run_hosts(args, kinds, Path(workdir))
-    if "functions" in chosen:
+    in_process = [name for name in ("conversion", "functions") if name in chosen]
+    if in_process:
         if args.base is not None:
             # The base checkout's library in a process of its own (one library per process).
             print(f"\nthe base checkout ({args.base}):", flush=True)
-            command = [sys.executable, __file__, "--only", "functions", "--library", args.base]
+            only = ",".join(in_process)
+            command = [sys.executable, __file__, "--only", only, "--library", args.base]
             subprocess.run([*command, "--rounds", str(args.rounds)], check=True)
             print("\nthis checkout:")
         with tempfile.TemporaryDirectory() as workdir:
-            run_functions(max(args.rounds, 15), 20, Path(workdir))
+            if "conversion" in chosen:
+                run_conversion(max(args.rounds, 15), 20, Path(workdir))
+            if "functions" in chosen:
+                run_functions(max(args.rounds, 15), 20, Path(workdir))
 
 
 if __name__ == "__main__":

@@ -11,11 +11,16 @@ so only the library's own work is measured):
 - ``sdk``: on, with an SDK MeterProvider (in-memory reader) and TracerProvider (batch span
   processor to an in-memory exporter), as an application with exporters would have it.
 
-With ``--split`` two more configurations say where the SDK's cost is: ``sdk metrics`` (the SDK
+With ``--split`` more configurations say where the SDK's cost is: ``sdk metrics`` (the SDK
 MeterProvider, no TracerProvider: the counters and the lag histogram, one ``record`` per
-replica) and ``sdk traces`` (the SDK TracerProvider, the API's no-op metrics: the spans, their
-links to each message's producer context, the trace properties of the replicas); it then
-prints what the OTLP exporter's thread spends encoding one round's spans, per message.
+replica), ``sdk traces`` (the SDK TracerProvider, the API's no-op metrics: the spans, their
+links to each message's producer context, the trace properties of the replicas) and
+``sdk 10% traces`` (both, with the sampler a user sets with
+``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` and ``OTEL_TRACES_SAMPLER_ARG=0.1``: nine
+batch spans in ten are not recorded, so neither their links nor their export cost anything);
+it then prints what the OTLP exporter's thread spends encoding one round's spans, per message,
+the batch sensor's own work with SDK traces (no runner, no sender), and ``Histogram.record``'s
+cost by attribute count and exemplar filter.
 
 With ``--target emulator`` the replicas go to the local emulator through the real Service Bus
 sender instead (``python -m emulator`` in its own process, the two-region example), so the
@@ -42,13 +47,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.metrics import NoOpMeterProvider
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.metrics import Histogram, NoOpMeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, ExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import NoOpTracerProvider
 
 from replication.envelope import Envelope
@@ -57,7 +66,7 @@ from replication.planning import Target
 from replication.runtime import MemoryTarget, TargetSender, TaskRunner
 from replication.settings import Settings
 from replication.telemetry import TaskTelemetry
-from replication.telemetry._instruments import LAG_BUCKETS
+from replication.telemetry._instruments import LAG_BUCKETS, TARGET, TASK
 from replication.topology import load_topology
 from replication.transport.senders import SenderFactory
 
@@ -116,6 +125,9 @@ def main() -> None:
     exporter = InMemorySpanExporter()
     tracers = TracerProvider()
     tracers.add_span_processor(BatchSpanProcessor(exporter))
+    sampled_exporter = InMemorySpanExporter()
+    sampled = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.1)))
+    sampled.add_span_processor(BatchSpanProcessor(sampled_exporter))
 
     def telemetry(name: str) -> TaskTelemetry:
         if name == "off":
@@ -128,7 +140,13 @@ def main() -> None:
             source_entity="orders",
             systems={"weu": "servicebus", "neu": "servicebus"},
             meter_provider=NoOpMeterProvider() if name == "sdk traces" else meters,
-            tracer_provider=NoOpTracerProvider() if name == "sdk metrics" else tracers,
+            tracer_provider=(
+                NoOpTracerProvider()
+                if name == "sdk metrics"
+                else sampled
+                if name == "sdk 10% traces"
+                else tracers
+            ),
         )
 
     stack = contextlib.ExitStack()
@@ -159,7 +177,7 @@ def main() -> None:
 
     names: tuple[str, ...] = ("off", "api only", "sdk")
     if args.split:
-        names += ("sdk metrics", "sdk traces")
+        names += ("sdk metrics", "sdk traces", "sdk 10% traces")
     for name in names:  # warm-up
         one_round(name)
     per_message: dict[str, list[float]] = {name: [] for name in names}
@@ -171,8 +189,9 @@ def main() -> None:
             wall, cpu = one_round(name)
             per_message[name].append(wall)
             cpu_per_message[name].append(cpu)
-        tracers.force_flush()
-        exporter.clear()
+        for provider, spans in ((tracers, exporter), (sampled, sampled_exporter)):
+            provider.force_flush()
+            spans.clear()
         reader.get_metrics_data()
 
     print(
@@ -194,52 +213,87 @@ def main() -> None:
             )
             median = statistics.median(ratios)
             print(
-                f"  {name:11s} {statistics.median(times) * 1e6:8.2f} us/message "
+                f"  {name:14s} {statistics.median(times) * 1e6:8.2f} us/message "
                 f"({times[0] * 1e6:.2f}-{times[-1] * 1e6:.2f})  "
                 f"{median:5.3f}x off ({ratios[0]:.3f}-{ratios[-1]:.3f}, "
                 f"median {(median - 1) * 100:+.1f} %)"
             )
     if args.split:
         print_export_cost(one_round, tracers, exporter, args.batches * args.size)
+        print_sensor_cost(telemetry("sdk traces"), work)
         print_record_cost(task.name)
     tracers.shutdown()
+    sampled.shutdown()
     stack.close()
+
+
+def print_sensor_cost(
+    telemetry: TaskTelemetry, work: list[list[Envelope]], rounds: int = 9
+) -> None:
+    """The traces' work on the runner's thread alone: each batch's sensor as the runner drives
+    it (the batch span with its links to the messages' producer contexts, one send span, the
+    acknowledgement), without the runner, the sender or the export. CPU per message, median
+    and min of ``rounds`` rounds: the min is the figure that machine noise does not inflate."""
+    times = []
+    for _ in range(rounds):
+        started = time.process_time()
+        for batch in work:
+            with telemetry.batch(batch) as sensor:
+                sensor.on_send("neu/orders", "orders", len(batch))
+                sensor.on_sent("neu/orders", [None] * len(batch))
+        times.append((time.process_time() - started) / sum(len(batch) for batch in work))
+    print(
+        "  the batch sensor alone with SDK traces (spans, links, no runner, no export): "
+        f"{statistics.median(times) * 1e6:.2f} us/message, min {min(times) * 1e6:.2f}"
+    )
 
 
 def print_record_cost(task: str, calls: int = 20_000, rounds: int = 7) -> None:
     """The SDK's own cost of one ``Histogram.record`` (the lag's, one per replica) by the size
     of its attribute set: the SDK cleans and hashes the attributes on every call, and the
     OpenTelemetry API has neither bound instruments nor a call that records several values.
+    Then the exemplars: the lag's record as the runner makes it (outside any current span, so
+    the SDK's default ``trace_based`` exemplar filter offers nothing to the reservoir), with the
+    filter ``always_off``, and inside a sampled span (the filter offers every measurement).
     CPU time per call, median (min-max) of ``rounds`` rounds of ``calls`` calls, interleaved."""
-    reader = InMemoryMetricReader()
-    lag = (
-        MeterProvider(metric_readers=[reader])
-        .get_meter("bench")
-        .create_histogram("lag", unit="s", explicit_bucket_boundaries_advisory=LAG_BUCKETS)
-    )
+
+    def histogram(exemplars: ExemplarFilter | None = None) -> Histogram:
+        provider = MeterProvider(metric_readers=[InMemoryMetricReader()], exemplar_filter=exemplars)
+        return provider.get_meter("bench").create_histogram(
+            "lag", unit="s", explicit_bucket_boundaries_advisory=LAG_BUCKETS
+        )
+
+    lag, lag_without_exemplars = histogram(), histogram(AlwaysOffExemplarFilter())
     lag_attributes = TaskTelemetry(
         task, systems={"neu": "servicebus"}, meter_provider=NoOpMeterProvider()
     ).target_attributes("neu/orders")
-    sets: dict[str, dict[str, str] | None] = {
-        "no attributes": None,
-        "1 attribute": {"replication.task": task},
-        f"the lag's {len(lag_attributes)}": lag_attributes,
+    in_span = trace.set_span_in_context(TracerProvider().get_tracer("bench").start_span("span"))
+    five = f"the lag's {len(lag_attributes)}"
+    cases: dict[str, tuple[Histogram, dict[str, str] | None, Context | None]] = {
+        "no attributes": (lag, None, None),
+        "1 attribute": (lag, {TASK: task}, None),
+        "2 (task, target)": (lag, {key: lag_attributes[key] for key in (TASK, TARGET)}, None),
+        five: (lag, lag_attributes, None),
+        f"{five}, exemplar filter always_off": (lag_without_exemplars, lag_attributes, None),
+        f"{five} inside a sampled span": (lag, lag_attributes, in_span),
     }
-    times: dict[str, list[float]] = {name: [] for name in sets}
+    times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(rounds):
-        for name, attributes in sets.items():
-            record = lag.record
+        for name, (instrument, attributes, current) in cases.items():
+            token = None if current is None else otel_context.attach(current)
+            record = instrument.record
             started = time.process_time()
             for _ in range(calls):
                 record(0.5, attributes)
             times[name].append((time.process_time() - started) / calls)
-    print(
-        "  the SDK's Histogram.record, CPU per call: "
-        + ", ".join(
-            f"{name} {statistics.median(t) * 1e6:.2f} us ({min(t) * 1e6:.2f}-{max(t) * 1e6:.2f})"
-            for name, t in times.items()
+            if token is not None:
+                otel_context.detach(token)
+    print("  the SDK's Histogram.record, CPU per call:")
+    for name, t in times.items():
+        print(
+            f"    {name:42s} {statistics.median(t) * 1e6:6.2f} us "
+            f"({min(t) * 1e6:.2f}-{max(t) * 1e6:.2f})"
         )
-    )
 
 
 def print_export_cost(

@@ -139,21 +139,30 @@ _TRACEPARENT = re.compile(
 )
 
 
+_TRACE_FLAGS = {f"{flags:02x}": trace.TraceFlags(flags) for flags in range(256)}
+"""Every ``trace-flags`` field's TraceFlags, built once (a message's is almost always ``01``)."""
+
+
 def producer_span_context(properties: Mapping[str, Any]) -> trace.SpanContext | None:
     """The producer's span context in these application properties (``traceparent``, else
-    ``Diagnostic-Id``; ``tracestate``), if any (None if invalid).
+    ``Diagnostic-Id``; ``tracestate``), if any (None if invalid)."""
+    parent = properties.get(TRACE_PARENT) or properties.get(DIAGNOSTIC_ID)
+    return _span_context(parent, properties.get(TRACE_STATE))
+
+
+def _span_context(parent: object, state: object) -> trace.SpanContext | None:
+    """The span context of a ``traceparent`` value and its ``tracestate`` (None: no parent, or
+    one that is not text or not valid).
 
     Every message of a batch is read, so a ``traceparent`` alone (what the Azure SDKs write) is
     parsed here by the propagator's rules, without the Context that its ``extract`` builds for
     each message (more than half of the cost); a message with a ``tracestate`` goes through
     the propagator itself, which also bounds and parses the state.
     """
-    parent = properties.get(TRACE_PARENT) or properties.get(DIAGNOSTIC_ID)
     if isinstance(parent, bytes):
         parent = parent.decode("ascii", "replace")
     if not isinstance(parent, str):
         return None
-    state = properties.get(TRACE_STATE)
     if isinstance(state, str):
         extracted = _PROPAGATOR.extract({TRACE_PARENT: parent, TRACE_STATE: state})
         span_context = trace.get_current_span(extracted).get_span_context()
@@ -164,12 +173,8 @@ def producer_span_context(properties: Mapping[str, Any]) -> trace.SpanContext | 
     version, trace_id, span_id, flags, rest = match.groups()
     if version == "ff" or (version == "00" and rest):
         return None  # ff is forbidden; version 00 has nothing after the flags
-    span_context = trace.SpanContext(
-        trace_id=int(trace_id, 16),
-        span_id=int(span_id, 16),
-        is_remote=True,
-        trace_flags=trace.TraceFlags(int(flags, 16)),
-    )
+    # trace_id, span_id, is_remote, trace_flags (positional: SpanContext is a tuple).
+    span_context = trace.SpanContext(int(trace_id, 16), int(span_id, 16), True, _TRACE_FLAGS[flags])
     return span_context if span_context.is_valid else None
 
 
@@ -431,13 +436,17 @@ class _RecordingBatch(_Recording):
         parent: trace.SpanContext | None = None
         seen: dict[object, trace.SpanContext | None] = {}
         for envelope in self._envelopes:
-            key = _trace_key(envelope)
-            if key is None:
+            properties = envelope.application_properties
+            value = properties.get(TRACE_PARENT) or properties.get(DIAGNOSTIC_ID)
+            if value is None:
                 continue
+            state = properties.get(TRACE_STATE)
+            # What decides the extracted context: the parent, and the state when there is one.
+            key = value if state is None else (value, state)
             if key in seen:
                 span_context = seen[key]
             else:
-                span_context = seen[key] = producer_span_context(envelope.application_properties)
+                span_context = seen[key] = _span_context(value, state)
                 if span_context is not None:
                     ids = (span_context.trace_id, span_context.span_id)
                     if ids not in links:
@@ -518,15 +527,6 @@ def _trace_update(carrier: Mapping[str, str]) -> PropertyUpdate | None:
         values[TRACE_STATE] = state
         return PropertyUpdate(values)
     return PropertyUpdate(values, remove=(TRACE_STATE,))
-
-
-def _trace_key(envelope: Envelope) -> object:
-    """What decides an envelope's extracted context (None: it carries none)."""
-    properties = envelope.application_properties
-    parent = properties.get(TRACE_PARENT) or properties.get(DIAGNOSTIC_ID)
-    if parent is None:
-        return None
-    return (parent, properties.get(TRACE_STATE))
 
 
 def _fail(span: trace.Span, error: BaseException) -> None:

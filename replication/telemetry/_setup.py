@@ -21,6 +21,24 @@ application decides where metrics and traces go. Two applications live here:
 ``REPLICATION_TELEMETRY=off`` configures nothing in either. The SDK and exporters are imported
 only when they are used; a missing package fails with the ``pip install`` that fixes it.
 Configuring twice in one process is refused by the SDK (a warning), so call these once.
+
+What the local providers leave to the SDK's standard settings, and why:
+
+- Exemplars: no filter is passed, so ``OTEL_METRICS_EXEMPLAR_FILTER`` decides, and unset it is
+  the SDK's ``trace_based`` (``opentelemetry/sdk/metrics/_internal/__init__.py``): a
+  measurement becomes an exemplar candidate only when the current context holds a sampled
+  span (``exemplar/exemplar_filter.py``). The replicator records outside any current span (the
+  batch span is started, never made current), so no measurement is offered to a reservoir and
+  the filter's check is all it costs: within the noise of ``Histogram.record``, measured by
+  ``benchmarks/bench_telemetry.py --split`` beside ``always_off`` and a record inside a sampled
+  span.
+- Sampling: ``OTEL_TRACES_SAMPLER`` and ``OTEL_TRACES_SAMPLER_ARG``, read by the SDK's
+  TracerProvider; unset, every batch span is recorded (``parentbased_always_on``).
+  ``parentbased_traceidratio`` with ``0.1`` records one batch in ten of those that start a
+  trace (a batch whose messages share one producer context follows that producer's decision):
+  the SDK drops an unrecorded span's links, which then cost neither their bounded attributes
+  nor their export; each message's context is still read, as the sampler is given the links.
+  Metrics are never sampled.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Helpers shared by the SDK converters: body joining, the text of message properties, and
-what can be salvaged of a message that cannot be converted."""
+"""Helpers shared by the SDK converters: body joining, the text of message properties, an absent
+properties section, and what can be salvaged of a message that cannot be converted."""
 
 from __future__ import annotations
 
@@ -11,6 +11,27 @@ from replication.properties import DEAD_LETTER_BODY_OMITTED, DEAD_LETTER_PROPERT
 from replication.values import as_text
 
 from ._properties import decode_properties, salvage_properties
+
+
+class NoMessageProperties:
+    """The AMQP properties section of a message that has none: every field is None, as the
+    SDKs' accessors (``message.message_id`` and the others) say. The converters read the
+    section once, through this when it is missing, instead of through those accessors, each of
+    which lists the section's fields first to see whether it is empty."""
+
+    message_id = correlation_id = content_type = subject = to = reply_to = None
+    group_id = reply_to_group_id = None
+
+
+_NO_MESSAGE_PROPERTIES = NoMessageProperties()
+
+
+def properties_section(message: Any) -> Any:
+    """The AMQP properties section of a received SDK message or event (``raw_amqp_message``),
+    or :class:`NoMessageProperties` when it has none. Tested with ``is None``: the truth test
+    the SDKs' accessors use lists the section's fields as well."""
+    section = message.raw_amqp_message.properties
+    return _NO_MESSAGE_PROPERTIES if section is None else section
 
 
 def text(value: Any, name: str = "value") -> str | None:

@@ -95,12 +95,15 @@ def decode_properties(properties: Mapping[Any, Any] | None) -> dict[str, Any]:
     decoded: dict[str, Any] = {}
     for key, value in properties.items():
         # The common cases first, with the results _key and _value give them: keys and text
-        # values as the SDKs deliver them (UTF-8 bytes) or as JSON gives them (str), numbers,
-        # booleans and nulls as they are. Everything else, and every error, goes through them.
-        if type(key) is bytes and key.isascii():
+        # values as JSON gives them (str, the Functions host) or as the SDKs deliver them (UTF-8
+        # bytes), numbers, booleans and nulls as they are. Everything else, and every error,
+        # goes through them.
+        if type(key) is str:
+            name = key
+        elif type(key) is bytes and key.isascii():
             name = key.decode("ascii")
         else:
-            name = key if type(key) is str else _key(key)
+            name = _key(key)
         kind = type(value)
         if kind in _PLAIN:
             decoded[name] = value

@@ -165,6 +165,37 @@ def test_a_batch_of_several_traces_is_linked_to_each_not_parented() -> None:
     assert len(process.links) == 2
 
 
+def test_the_batch_span_links_each_distinct_producer_context_once() -> None:
+    """The batch reads each message's context in one pass over its properties: every link is
+    the context the W3C propagator reads from one of the messages (flags and state kept), and
+    a context carried by several messages is linked once."""
+    sdk = Sdk()
+    unsampled = "00-11111111111111111111111111111111-2222222222222222-00"
+    other_flags = "00-33333333333333333333333333333333-4444444444444444-03"
+    messages = [
+        original("a", traceparent=PRODUCER_PARENT),
+        original("b", traceparent=PRODUCER_PARENT),
+        original("c", traceparent=unsampled, tracestate="k=v"),
+        original("d", **{DIAGNOSTIC_ID: other_flags}),
+        original("e"),
+    ]
+    runner(sdk, MemoryTarget("neu/orders")).run(messages)
+    (process,) = [s for s in sdk.spans.get_finished_spans() if s.kind is trace.SpanKind.CONSUMER]
+    propagator = TraceContextTextMapPropagator()
+    expected = [
+        trace.get_current_span(propagator.extract(carrier)).get_span_context()
+        for carrier in (
+            {"traceparent": PRODUCER_PARENT},
+            {"traceparent": unsampled, "tracestate": "k=v"},
+            {"traceparent": other_flags},
+        )
+    ]
+    assert [link.context for link in process.links] == expected
+    assert [link.context.trace_flags for link in process.links] == [1, 0, 3]
+    assert process.links[1].context.trace_state == expected[1].trace_state
+    assert process.parent is None  # several contexts, and one message without any
+
+
 def test_a_batch_with_untraced_messages_is_not_parented_to_the_traced_one() -> None:
     sdk = Sdk()
     neu = MemoryTarget("neu/orders")

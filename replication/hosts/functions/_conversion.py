@@ -176,6 +176,10 @@ def _unreadable(
     unreadable.append(DeadLetter(envelope, error.reason, str(error)))
 
 
+_DEAD_LETTER_FACTS = frozenset({DEAD_LETTER_REASON, DEAD_LETTER_ERROR_DESCRIPTION})
+"""The application properties in which the host delivers a dead-lettered message's reason."""
+
+
 def envelopes_from_servicebus_batch(
     messages: Sequence[TriggerMessage],
     *,
@@ -235,6 +239,11 @@ def envelopes_from_servicebus_batch(
             )
             _unreadable(unreadable, error, salvaged)
             continue
+        if _DEAD_LETTER_FACTS & application_properties.keys():  # a dead-lettered message
+            fields["dead_letter_reason"] = text(application_properties.get(DEAD_LETTER_REASON))
+            fields["dead_letter_error_description"] = text(
+                application_properties.get(DEAD_LETTER_ERROR_DESCRIPTION)
+            )
         envelopes.append(
             Envelope(
                 body=message.get_body() or b"",
@@ -244,10 +253,6 @@ def envelopes_from_servicebus_batch(
                 enqueued_time_utc=enqueued[index],
                 sequence_number=sequence_numbers[index],
                 delivery_count=delivery_counts[index],
-                dead_letter_reason=text(application_properties.get(DEAD_LETTER_REASON)),
-                dead_letter_error_description=text(
-                    application_properties.get(DEAD_LETTER_ERROR_DESCRIPTION)
-                ),
                 source=source,
             )
         )

@@ -27,7 +27,7 @@ from replication.envelope import (
     PropertyUpdate,
     position_message_id,
 )
-from replication.transport._common import body_bytes, text
+from replication.transport._common import body_bytes, properties_section, text
 from replication.transport._properties import decode_properties, sdk_properties
 
 
@@ -42,16 +42,20 @@ def envelope_from_received(
         MessageRejectedError: the message cannot be replicated faithfully (see the module
             docstring); ``reason`` says why.
     """
+    # The AMQP properties section is read once, with the values ``message.message_id`` and the
+    # other accessors give (UTF-8-decoded where bytes, as ``text`` does; see
+    # ``properties_section``): through the eight accessors it was half of this conversion's cost.
+    fields = properties_section(message)
     return Envelope(
         body=body_bytes(message.body, message.body_type.value),
-        message_id=text(message.message_id, "MessageId"),
-        correlation_id=text(message.correlation_id, "CorrelationId"),
-        content_type=text(message.content_type, "ContentType"),
-        subject=text(message.subject, "Subject"),
-        to=text(message.to, "To"),
-        reply_to=text(message.reply_to, "ReplyTo"),
-        reply_to_session_id=text(message.reply_to_session_id, "ReplyToSessionId"),
-        session_id=text(message.session_id, "SessionId"),
+        message_id=text(fields.message_id, "MessageId"),
+        correlation_id=text(fields.correlation_id, "CorrelationId"),
+        content_type=text(fields.content_type, "ContentType"),
+        subject=text(fields.subject, "Subject"),
+        to=text(fields.to, "To"),
+        reply_to=text(fields.reply_to, "ReplyTo"),
+        reply_to_session_id=text(fields.reply_to_group_id, "ReplyToSessionId"),
+        session_id=text(fields.group_id, "SessionId"),
         partition_key=text(message.partition_key, "PartitionKey"),
         time_to_live=message.time_to_live,
         scheduled_enqueue_time_utc=message.scheduled_enqueue_time_utc,

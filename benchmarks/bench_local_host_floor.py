@@ -51,6 +51,8 @@ Variants:
   converter from trigger metadata of the host's shape, see ``tests/host/host_conversion.py``)
   to ``Envelope`` to SDK ``ServiceBusMessage``, against building the ``ServiceBusMessage``
   straight from the same delivered messages (body, application properties, message fields).
+  With ``--instructions`` it counts instructions per message under valgrind's callgrind
+  instead (a process per contender; the same on a busy machine as on a quiet one).
 
 Figures per child process: messages per second over the whole run (from the process's start to
 the last batch, start-up included) and in steady state (first batch to last); CPU per message
@@ -68,6 +70,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import http.server
 import json
 import os
@@ -1018,21 +1021,86 @@ def planned(
     return build
 
 
-def run_functions(rounds: int, batches: int, workdir: Path) -> None:
-    """Per-message CPU time (this process's, so that other processes on the machine count
-    less) of each contender over the same delivered batches, rounds interleaved."""
-    contenders: dict[str, Callable[[Sequence[Any]], list[Any]]] = {
+FUNCTIONS_SHAPES = {"3 properties": 3, "10 properties": 10}
+"""Delivered batches whose messages carry this many application properties."""
+
+
+def functions_contenders(workdir: Path) -> dict[str, Callable[[Sequence[Any]], list[Any]]]:
+    """The Functions path's contenders, the floor first."""
+    return {
         "ServiceBusMessage from the delivered message": sdk_construction,
         "host delivery -> Envelope -> ServiceBusMessage": functions_path,
         "the same with the all-active plan": planned_functions_path(workdir),
     }
+
+
+def run_functions(rounds: int, batches: int, workdir: Path) -> None:
+    """Per-message CPU time (this process's, so that other processes on the machine count
+    less) of each contender over the same delivered batches, rounds interleaved."""
+    contenders = functions_contenders(workdir)
     print(
         f"\nfunctions: CPU per message, {batches} delivered batches of {BATCH} x {BODY_SIZE} "
         f"bytes, {rounds} interleaved rounds, median (min-max)"
     )
-    for label, count in {"3 properties": 3, "10 properties": 10}.items():
+    for label, count in FUNCTIONS_SHAPES.items():
         print(f"  {label}:")
         time_contenders(contenders, [delivered_batch(BATCH, count) for _ in range(batches)], rounds)
+
+
+COUNTED_BATCHES = 8
+"""Delivered batches per instruction count."""
+
+
+def count_functions(library: Path | None) -> None:
+    """The Functions figures in instructions per message: each contender in a process of its
+    own under valgrind's callgrind, less a process that does everything but run it. An
+    instruction count does not depend on what else the machine runs (CPU time on a shared
+    machine varied by more than the 30 % the goal allows), though it weighs every instruction
+    alike, so it is a proxy for CPU time, not a measurement of it. Only the goal's pair is
+    counted (the planned path has no goal), over :data:`COUNTED_BATCHES` batches, so that the
+    garbage collector's runs, which a count includes, are spread over many messages."""
+    batches = COUNTED_BATCHES
+    print(
+        f"\nfunctions: instructions per message (callgrind), {batches} delivered batches of "
+        f"{BATCH} x {BODY_SIZE} bytes, after one untimed batch of each contender"
+    )
+    names = list(functions_contenders(Path(tempfile.mkdtemp())))[:2]
+    for label, count in FUNCTIONS_SHAPES.items():
+        print(f"  {label}:")
+        spent = {name: _instructions(library, name, count) for name in ["", *names]}
+        per_message = {name: (spent[name] - spent[""]) / (batches * BATCH) for name in names}
+        for name in names:
+            figure = per_message[name]
+            print(f"    {name:48s} {figure:>12,.0f}  {figure / per_message[names[0]]:5.3f}x")
+
+
+def _instructions(library: Path | None, contender: str, properties: int) -> int:
+    command = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+        sys.executable, __file__, "--count-contender", f"{properties}:{contender}",
+    ]  # fmt: skip
+    if library is not None:
+        command += ["--library", str(library)]
+    environ = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict layouts in every process
+    finished = subprocess.run(command, env=environ, capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", finished.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no count: {finished.stderr[-500:]}")
+    return int(found.group(1))
+
+
+def run_counted_contender(spec: str) -> None:
+    """Inside callgrind: every contender once (imports, first calls), then ``spec``'s
+    (``PROPERTIES:NAME``; an empty name runs none, the baseline) over COUNTED_BATCHES."""
+    properties, _, name = spec.partition(":")
+    contenders = functions_contenders(Path(tempfile.mkdtemp()))
+    work = [delivered_batch(BATCH, int(properties)) for _ in range(COUNTED_BATCHES)]
+    for build in contenders.values():
+        build(work[0])
+    gc.collect()  # every count starts from the same heap
+    if name:
+        for batch in work:
+            contenders[name](batch)
 
 
 def run_conversion(rounds: int, batches: int, workdir: Path) -> None:
@@ -1121,10 +1189,19 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12, help="rows per profile table")
     parser.add_argument("--profile-dir", type=Path, help="where --profile keeps py-spy's stacks")
     parser.add_argument("--bare-loop", choices=("servicebus", "eventhubs"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="the functions figures in instructions per message (valgrind), not CPU time",
+    )
     parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--count-contender", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.library is not None:  # the Functions figures of another checkout (--base)
         sys.path.insert(0, str(args.library.resolve()))
+    if args.count_contender is not None:
+        run_counted_contender(args.count_contender)
+        return
     if args.bare_loop == "servicebus":
         bare_servicebus(os.environ)
         return
@@ -1148,12 +1225,15 @@ def main() -> None:
             print(f"\nthe base checkout ({args.base}):", flush=True)
             only = ",".join(in_process)
             command = [sys.executable, __file__, "--only", only, "--library", args.base]
-            subprocess.run([*command, "--rounds", str(args.rounds)], check=True)
+            command += ["--rounds", str(args.rounds)]
+            subprocess.run(command + (["--instructions"] if args.instructions else []), check=True)
             print("\nthis checkout:")
         with tempfile.TemporaryDirectory() as workdir:
             if "conversion" in chosen:
                 run_conversion(max(args.rounds, 15), 20, Path(workdir))
-            if "functions" in chosen:
+            if "functions" in chosen and args.instructions:
+                count_functions(args.library)
+            elif "functions" in chosen:
                 run_functions(max(args.rounds, 15), 20, Path(workdir))
 
 

@@ -176,10 +176,6 @@ def _unreadable(
     unreadable.append(DeadLetter(envelope, error.reason, str(error)))
 
 
-_DEAD_LETTER_FACTS = frozenset({DEAD_LETTER_REASON, DEAD_LETTER_ERROR_DESCRIPTION})
-"""The application properties in which the host delivers a dead-lettered message's reason."""
-
-
 def envelopes_from_servicebus_batch(
     messages: Sequence[TriggerMessage],
     *,
@@ -239,7 +235,10 @@ def envelopes_from_servicebus_batch(
             )
             _unreadable(unreadable, error, salvaged)
             continue
-        if _DEAD_LETTER_FACTS & application_properties.keys():  # a dead-lettered message
+        if (  # a dead-lettered message
+            DEAD_LETTER_REASON in application_properties
+            or DEAD_LETTER_ERROR_DESCRIPTION in application_properties
+        ):
             fields["dead_letter_reason"] = text(application_properties.get(DEAD_LETTER_REASON))
             fields["dead_letter_error_description"] = text(
                 application_properties.get(DEAD_LETTER_ERROR_DESCRIPTION)

@@ -1,27 +1,34 @@
-"""Throughput of the batch duplicate audit, its scaling, and a DuckDB reference, in one run.
+"""Throughput of the batch duplicate audit, its scaling, and DuckDB references, in one run.
 
-Run: ``.venv/bin/python benchmarks/bench_spark_audit.py [--sizes 1000000,10000000]``.
+Run: ``.venv/bin/python benchmarks/bench_spark_audit.py [--sizes 1000000,10000000] [--repeat 3]``.
 
 For each N it generates N messages published across 3 regions (weu, neu, eus) and replicated
 all-active, with 1% of replicas lost, 2% delivered twice in a region and lags of 0.1-3 s (a few
-with clock skew), writes them as parquet per region, then times, with ``local[2]``:
+with clock skew), writes them as parquet per region, then times, with ``local[2]``, ``--repeat``
+times in turn (the machine may be shared: each Spark run has its DuckDB runs right after it):
 
 - the batch audit including report and writing ``unique/`` and ``duplicates/`` (``run_audit``);
-- DuckDB computing the same ``unique`` set (earliest copy per message id) from the same files.
+- DuckDB computing the same ``unique`` set (earliest copy per message id) from the same files
+  (the reference of issue 26's goals: it neither reads the properties nor writes anything);
+- DuckDB writing ``unique/`` and ``duplicates/`` as parquet from the same files (closer to the
+  audit's work, still without the properties, the lags and the figures).
 
 Before the timed runs, one untimed audit of ``--warmup`` messages lets the JVM compile its hot
 paths (a first audit in a fresh JVM takes about twice as long; its time is printed apart).
-It prints input records per second, time(largest)/time(smallest) (linear scaling would be the
-size ratio; the target is <= 11 for 10M vs 1M), and the Spark/DuckDB time ratio. Then it runs the
-``--streaming`` deduplication on the smallest size split into files and prints the largest number
-of state rows the query held, to show the state stays bounded by the watermark.
+It prints input records per second and both Spark/DuckDB time ratios per run, their minimum,
+median and maximum per size, and time(largest)/time(smallest) of the medians (linear scaling
+would be the size ratio). Then it runs the ``--streaming`` deduplication on the smallest size
+split into files and prints the largest number of state rows the query held, to show the state
+stays bounded by the watermark.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -91,22 +98,62 @@ def time_spark(spark: SparkSession, paths: dict[str, str], output: Path) -> tupl
     return time.perf_counter() - started, int(result.report["total_records"])
 
 
-def time_duckdb(paths: dict[str, str]) -> tuple[float, int]:
-    import duckdb
-
-    union = " UNION ALL ".join(
+def _duckdb_copies(paths: dict[str, str]) -> str:
+    """Every region's copies as one DuckDB relation (SQL text)."""
+    return " UNION ALL ".join(
         f"SELECT '{region}' AS region, message_id, enqueued_time_utc, sequence_number "
         f"FROM read_parquet('{path}/*.parquet')"
         for region, path in paths.items()
     )
+
+
+def time_duckdb(paths: dict[str, str]) -> tuple[float, int]:
+    """DuckDB computing the ``unique`` set: (seconds, unique messages)."""
+    import duckdb
+
     started = time.perf_counter()
     connection = duckdb.connect()
     connection.execute("SET threads TO 2")
     unique = connection.execute(
         f"SELECT message_id, arg_min(region, (enqueued_time_utc, region, sequence_number)) "
-        f"FROM ({union}) GROUP BY message_id"
+        f"FROM ({_duckdb_copies(paths)}) GROUP BY message_id"
     ).fetchall()
     return time.perf_counter() - started, len(unique)
+
+
+def time_duckdb_outputs(paths: dict[str, str], output: Path) -> float:
+    """DuckDB writing ``unique/`` (first copy and copy count per message id) and
+    ``duplicates/`` (every other copy with its message's first copy) as parquet: seconds."""
+    import duckdb
+
+    output.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    connection = duckdb.connect()
+    connection.execute("SET threads TO 2")
+    connection.execute(
+        "CREATE TEMP TABLE ranked AS SELECT *, row_number() OVER copies AS rank, "
+        "count(*) OVER (PARTITION BY message_id) AS copies, "
+        "first_value(region) OVER copies AS first_region, "
+        "first_value(enqueued_time_utc) OVER copies AS first_enqueued_time_utc "
+        f"FROM ({_duckdb_copies(paths)}) WINDOW copies AS (PARTITION BY message_id "
+        "ORDER BY enqueued_time_utc, region, sequence_number)"
+    )
+    connection.execute(
+        "COPY (SELECT message_id, region, enqueued_time_utc, sequence_number, copies "
+        f"FROM ranked WHERE rank = 1) TO '{output / 'unique.parquet'}' (FORMAT parquet)"
+    )
+    connection.execute(
+        "COPY (SELECT message_id, region, enqueued_time_utc, sequence_number, first_region, "
+        f"first_enqueued_time_utc FROM ranked WHERE rank > 1) "
+        f"TO '{output / 'duplicates.parquet'}' (FORMAT parquet)"
+    )
+    connection.close()
+    return time.perf_counter() - started
+
+
+def spread(values: list[float], spec: str = ".1f") -> str:
+    """``median (min-max)`` of ``values``, each formatted with ``spec``."""
+    return f"{statistics.median(values):{spec}} ({min(values):{spec}}-{max(values):{spec}})"
 
 
 def main() -> None:
@@ -114,6 +161,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--streaming-size", type=int, default=200_000)
     parser.add_argument("--warmup", type=int, default=100_000, help="messages; 0: none")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per size")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     spark = (
@@ -135,21 +183,35 @@ def main() -> None:
             print(f"warm-up (not counted): {records:,} records in {seconds:.1f} s", flush=True)
         for size in sizes:
             paths = generate(spark, size, work / f"in-{size}", files_per_region=4)
-            seconds, records = time_spark(spark, paths, work / f"out-{size}")
-            duck_seconds, duck_unique = time_duckdb(paths)
-            timings[size] = seconds
+            runs: list[tuple[float, float, float]] = []
+            for run in range(args.repeat):
+                seconds, records = time_spark(spark, paths, work / f"out-{size}")
+                duck_seconds, duck_unique = time_duckdb(paths)
+                outputs_seconds = time_duckdb_outputs(paths, work / f"duck-{size}")
+                runs.append((seconds, duck_seconds, outputs_seconds))
+                print(
+                    f"N={size:>11,} run {run + 1}: {records:>11,} records in {seconds:7.1f} s = "
+                    f"{records / seconds:>9,.0f} records/s (Spark local[2]); DuckDB unique "
+                    f"{duck_unique:,} in {duck_seconds:5.1f} s, Spark/DuckDB = "
+                    f"{seconds / duck_seconds:.1f}; DuckDB writing unique/ and duplicates/ "
+                    f"{outputs_seconds:5.1f} s, Spark/that = {seconds / outputs_seconds:.1f}; "
+                    f"load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+            timings[size] = statistics.median(seconds for seconds, _, _ in runs)
             print(
-                f"N={size:>11,}: {records:>11,} records in {seconds:7.1f} s = "
-                f"{records / seconds:>9,.0f} records/s (Spark local[2]); DuckDB unique "
-                f"{duck_unique:,} in {duck_seconds:5.1f} s; "
-                f"Spark/DuckDB = {seconds / duck_seconds:.1f}",
+                f"N={size:>11,}: median (min-max) of {len(runs)} runs: Spark "
+                f"{spread([spark_s for spark_s, _, _ in runs])} s = "
+                f"{spread([records / spark_s for spark_s, _, _ in runs], ',.0f')} records/s; "
+                f"Spark/DuckDB unique {spread([a / b for a, b, _ in runs])}; "
+                f"Spark/DuckDB writing {spread([a / c for a, _, c in runs])}",
                 flush=True,
             )
         if len(sizes) > 1:
             small, large = min(sizes), max(sizes)
             print(
                 f"time({large:,}) / time({small:,}) = {timings[large] / timings[small]:.2f} "
-                f"(size ratio {large / small:.0f})"
+                f"(medians; size ratio {large / small:.0f})"
             )
         paths = generate(spark, args.streaming_size, work / "in-stream", files_per_region=20)
         stats = deduplicate_stream(

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH, SEPARATOR
@@ -94,7 +94,8 @@ class RegionIndex:
 
 def is_valid() -> Column:
     """Whether a record has what the audit needs: a non-empty message id and an enqueue time."""
-    return F.col(MESSAGE_ID).isNotNull() & (F.length(MESSAGE_ID) > 0) & F.col(ENQUEUED).isNotNull()
+    # != "" rather than length(...) > 0: length counts characters, walking every id's bytes.
+    return F.col(MESSAGE_ID).isNotNull() & (F.col(MESSAGE_ID) != "") & F.col(ENQUEUED).isNotNull()
 
 
 # ---------------------------------------------------------------- copies -> one row per message
@@ -107,13 +108,22 @@ def copy_times(records: DataFrame, regions: RegionIndex) -> DataFrame:
     return records.where(is_valid()).select(MESSAGE_ID, key.alias("key"), SEQUENCE)
 
 
-def copy_keys(records: DataFrame, regions: RegionIndex) -> DataFrame:
+def copy_keys(
+    records: DataFrame, regions: RegionIndex, invalid: Observation | None = None
+) -> DataFrame:
     """``copy_times`` and what the properties say: ``o``, the number of the declared
     ``repl-origin`` (null without one), and ``looped``, 1 when the copy's path or hop count shows
-    a loop."""
+    a loop.
+
+    With ``invalid``, it observes the metric ``invalid``: the records without message id or
+    enqueue time, which are left out. It counts them after the properties are looked up, on
+    narrow rows: Spark evaluates observed metrics row by row outside its generated code, and
+    observing the records themselves copied every properties map into a row of its own (about
+    a fifth of this step's CPU at 1M messages).
+    """
     # element_at, unlike properties[...], is no "cheap" expression to Spark's optimizer, so each
     # property is looked up once here instead of once per use in the loop check.
-    looked_up = records.where(is_valid()).select(
+    looked_up = records.select(
         MESSAGE_ID,
         ENQUEUED,
         REGION,
@@ -127,6 +137,9 @@ def copy_keys(records: DataFrame, regions: RegionIndex) -> DataFrame:
             )
         ],
     )
+    if invalid is not None:
+        looked_up = looked_up.observe(invalid, F.count(F.when(~is_valid(), 1)).alias("invalid"))
+    looked_up = looked_up.where(is_valid())
     key = F.unix_micros(ENQUEUED) * F.lit(len(regions)) + regions.number(F.col(REGION))
     return looked_up.select(
         MESSAGE_ID,

@@ -34,7 +34,8 @@ and a span per batch and per target whose context every replica carries
 callers log one INFO line per batch (:meth:`BatchOutcome.summary`) and a WARNING per failure.
 
 A replica a target acknowledged is never sent to it again by the same runner (``_ledger``):
-a batch that is redelivered after a failure sends only what is missing.
+a batch that is redelivered after a failure sends only what is missing, and a message that a
+batch holds twice (see :meth:`TaskRunner.run`) is sent once.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from replication.envelope import Envelope
@@ -70,7 +71,8 @@ class BatchOutcome:
     ``dead_letter_in_source`` are the messages of a Service Bus source whose parked copy could
     only be a notice: the host must dead-letter them in the source (with the decision's reason)
     instead of completing them, or their body is lost. ``already_sent`` counts replicas not
-    sent again because the target had acknowledged them in an earlier attempt; ``retries`` the
+    sent again because the target had acknowledged them in an earlier attempt, or because the
+    batch held the same source message twice (sent once); ``retries`` the
     transient failures ridden out; ``lag`` the seconds from each forwarded replica's source
     enqueue time to the target's acknowledgement.
     """
@@ -168,11 +170,17 @@ class TaskRunner:
             deliveries: dict[Target, Delivery] = {}
             dead_letters: list[DeadLetter] = []
             skipped = already_sent = 0
+            planned: set[tuple[Target, Hashable]] = set()
             for decision in decisions:
                 if isinstance(decision, Forward):
-                    if (decision.target, replica_position(decision)) in self._ledger:
+                    key = (decision.target, replica_position(decision))
+                    # Also a message the batch holds twice: a Service Bus receiver can hand out a
+                    # delivery whose lock expired while it waited in the SDK's buffer (a stalled
+                    # process) together with the broker's redelivery of the same message.
+                    if key in self._ledger or key in planned:
                         already_sent += 1
                         continue
+                    planned.add(key)
                     delivery = deliveries.setdefault(decision.target, Delivery(decision.target, []))
                     delivery.pending.append(decision)
                 elif isinstance(decision, DeadLetter):

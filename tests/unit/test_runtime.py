@@ -151,6 +151,18 @@ def test_a_redelivered_batch_sends_only_what_the_target_has_not_acknowledged() -
     assert (outcome.forwarded, outcome.already_sent) == (5, 2)
 
 
+def test_a_message_the_batch_holds_twice_is_sent_once() -> None:
+    """A Service Bus receiver can return, in one batch, a delivery whose lock expired while it
+    waited in the SDK's buffer (a stalled process) beside the broker's redelivery of the same
+    message: the same sequence number twice. Both are settled; one replica is sent."""
+    neu = MemoryTarget("neu/orders")
+    batch = [dataclasses.replace(e, sequence_number=i) for i, e in enumerate(originals(3))]
+    redelivered = dataclasses.replace(batch[1], delivery_count=2)
+    outcome = runner(neu).run([*batch, redelivered, dataclasses.replace(batch[1])])
+    assert [e.message_id for e in neu.received] == ["m-0", "m-1", "m-2"]
+    assert (outcome.received, outcome.forwarded, outcome.already_sent) == (5, 5, 2)
+
+
 def test_narrowing_never_resends_what_was_acknowledged() -> None:
     neu = MemoryTarget("neu/orders", reject=lambda e: "Bad" if e.message_id == "m-2" else None)
     parking = MemoryTarget("weu/parking")

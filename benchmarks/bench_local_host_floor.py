@@ -1064,7 +1064,8 @@ def count_functions(library: Path | None) -> None:
         f"\nfunctions: instructions per message (callgrind), {batches} delivered batches of "
         f"{BATCH} x {BODY_SIZE} bytes, after one untimed batch of each contender"
     )
-    names = list(functions_contenders(Path(tempfile.mkdtemp())))[:2]
+    with tempfile.TemporaryDirectory() as workdir:
+        names = list(functions_contenders(Path(workdir)))[:2]
     for label, count in FUNCTIONS_SHAPES.items():
         print(f"  {label}:")
         spent = {name: _instructions(library, name, count) for name in ["", *names]}
@@ -1093,7 +1094,8 @@ def run_counted_contender(spec: str) -> None:
     """Inside callgrind: every contender once (imports, first calls), then ``spec``'s
     (``PROPERTIES:NAME``; an empty name runs none, the baseline) over COUNTED_BATCHES."""
     properties, _, name = spec.partition(":")
-    contenders = functions_contenders(Path(tempfile.mkdtemp()))
+    with tempfile.TemporaryDirectory() as workdir:
+        contenders = functions_contenders(Path(workdir))
     work = [delivered_batch(BATCH, int(properties)) for _ in range(COUNTED_BATCHES)]
     for build in contenders.values():
         build(work[0])

@@ -16,7 +16,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -55,13 +57,31 @@ def free_port() -> int:
 def eventually(
     check: Callable[[], bool], *, timeout: float, interval: float = 0.25, what: str = "condition"
 ) -> float:
-    """Poll ``check`` until it holds; returns the seconds it took (AssertionError on timeout)."""
+    """Poll ``check`` until it holds; returns the seconds it took.
+
+    On timeout the AssertionError carries where this process's other threads are: a
+    :class:`~replication.hosts.local.LocalHost` runs its tasks in-process, so a task that
+    stopped making progress shows where it hangs (a failure that happens once in many loaded
+    runs is then diagnosed from the CI log, not re-run until it shows again)."""
     start = time.monotonic()
     while not check():
         if time.monotonic() - start > timeout:
-            raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
+            raise AssertionError(
+                f"{what} did not happen within {timeout:.0f} s; other threads:\n{thread_stacks()}"
+            )
         time.sleep(interval)
     return time.monotonic() - start
+
+
+def thread_stacks() -> str:
+    """The stack of every thread of this process but the calling one."""
+    frames = sys._current_frames()
+    stacks = [
+        f"thread {thread.name}:\n{''.join(traceback.format_stack(frames[thread.ident]))}"
+        for thread in threading.enumerate()
+        if thread is not threading.current_thread() and thread.ident in frames
+    ]
+    return "\n".join(stacks) or "(none)"
 
 
 class Node:

@@ -59,6 +59,32 @@ def test_one_thread_renews_every_batch_of_a_loop_and_nothing_after_each() -> Non
     assert {batch for batch, _ in renewals} == {"first", "second"}
 
 
+def test_a_batch_withdrawn_while_its_locks_are_being_renewed_is_let_go() -> None:
+    """The batch is settled (its keeper withdrawn) while the renewer thread is inside a
+    renewal: the renewal stops at its next message, and the withdrawal returns, so the loop
+    receives again. Until 2026-11-26 the renewer then spun holding its lock, and the loop
+    hung in the withdrawal for good: the local host stopped replicating that source after a
+    target outage (seen in CI and reproduced with sixteen outages side by side)."""
+    renewing = threading.Event()
+    keeper: LockKeeper
+
+    def renew() -> None:  # one message, then the next, until the batch is withdrawn
+        renewing.set()
+        while not keeper.done.is_set():
+            time.sleep(0.01)
+
+    renewer = LockRenewer()  # closed only if the withdrawal returned (closing would hang too)
+    keeper = LockKeeper(renew, _soon(), limit=600, renewer=renewer)
+    keeper.__enter__()
+    assert renewing.wait(30), "never renewed"
+    withdrawal = threading.Thread(target=keeper.__exit__, daemon=True)
+    withdrawal.start()
+    withdrawal.join(30)
+    assert not withdrawal.is_alive(), "the withdrawal hung behind the renewer"
+    with renewer, LockKeeper(renewing.clear, _soon(), limit=600, renewer=renewer):
+        _eventually(lambda: not renewing.is_set())  # the thread serves the next batch
+
+
 def test_a_keeper_without_a_loop_renews_on_a_thread_of_its_own() -> None:
     renewals: list[int] = []
     with LockKeeper(lambda: renewals.append(1), _soon(), limit=600):

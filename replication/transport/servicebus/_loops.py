@@ -307,7 +307,9 @@ class LockRenewer:
     thread started and joined per batch cost the local host about 3 % of its CPU.
 
     A renewal runs while this holds its lock, and :meth:`withdraw` takes that lock, so once a
-    batch's keeper is withdrawn nothing renews through its receiver any more.
+    batch's keeper is withdrawn nothing renews through its receiver any more. The thread lets go
+    of a keeper it finds withdrawn (its ``done`` set) before anything else, and waits only
+    through the condition, which releases the lock: :meth:`withdraw` always gets it.
     """
 
     def __init__(self) -> None:
@@ -350,6 +352,10 @@ class LockRenewer:
         with self._lock:
             while not self._closed:
                 keeper = self._keeper
+                if keeper is not None and keeper.done.is_set():
+                    # Withdrawn while this thread held the lock (inside a renewal): let it go
+                    # here, or this loop would never wait, and withdraw() never get the lock.
+                    self._keeper = keeper = None
                 if keeper is None:
                     self._lock.wait()
                     continue

@@ -10,7 +10,6 @@ task. Each failure is a
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from datetime import timedelta
 from typing import NoReturn
@@ -91,6 +90,8 @@ def _check_entity_ref(
 ) -> None:
     known = [ns.name for ns in topology.namespaces]
     if ref.namespace not in known:
+        import difflib  # only for a wrong topology: a good one loads without importing it
+
         close = difflib.get_close_matches(ref.namespace, known, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         fail(

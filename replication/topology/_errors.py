@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +41,8 @@ def format_validation_error(error: ValidationError, source: str) -> Configuratio
         if item["type"] == "extra_forbidden":
             parent, key = item["loc"][:-1], str(item["loc"][-1])
             candidates = [name for where, name in missing if where == parent]
+            import difflib  # only for a wrong topology: a good one loads without importing it
+
             close = difflib.get_close_matches(key, candidates, n=1)
             if close:
                 explained.add((parent, close[0]))

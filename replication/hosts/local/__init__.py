@@ -7,14 +7,33 @@
   :class:`EmulatorProcess`, one that can be killed and restarted on the same ports.
 """
 
-from ._emulator_process import (
-    EXPORT,
-    SECTIONS,
-    EmulatorProcess,
-    EmulatorStartError,
-    emulator_process,
-)
+from typing import TYPE_CHECKING, Any
+
 from ._host import LocalHost
+
+if TYPE_CHECKING:
+    from ._emulator_process import (
+        EXPORT,
+        SECTIONS,
+        EmulatorProcess,
+        EmulatorStartError,
+        emulator_process,
+    )
+
+_EMULATOR_NAMES = frozenset(
+    {"EXPORT", "SECTIONS", "EmulatorProcess", "EmulatorStartError", "emulator_process"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The emulator helpers, imported on first use: ``run`` needs none of them (nor the
+    ``subprocess`` module they import), ``demo``, ``drill`` and the tests do."""
+    if name in _EMULATOR_NAMES:
+        from . import _emulator_process
+
+        return getattr(_emulator_process, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "EXPORT",

@@ -15,9 +15,9 @@ from ._properties import decode_properties, salvage_properties
 
 class NoMessageProperties:
     """The AMQP properties section of a message that has none: every field is None, as the
-    SDKs' accessors (``message.message_id`` and the others) say. The Service Bus converter reads
-    the section once, through this when it is missing, instead of through those accessors, each
-    of which lists the section's fields first to see whether it is empty."""
+    SDKs' accessors (``message.message_id`` and the others) say. The converters read the
+    section once, through this when it is missing, instead of through those accessors, each of
+    which lists the section's fields first to see whether it is empty."""
 
     message_id = correlation_id = content_type = subject = to = reply_to = None
     group_id = reply_to_group_id = None

@@ -10,16 +10,15 @@ copied faithfully raises :class:`~replication.exceptions.MessageRejectedError`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from azure.eventhub import EventData
 
 from replication.envelope import Envelope, PropertyUpdate
-from replication.transport._common import STRICT, FieldReader, Salvage
+from replication.transport._common import STRICT, FieldReader, Salvage, properties_section
 from replication.transport._properties import sdk_properties
 from replication.transport.servicebus import replica_ids
 
 _MESSAGE_PROPERTY_FIELDS = ("subject", "to", "reply_to")
+"""The message properties an event carries only in its AMQP properties section."""
 
 
 def envelope_from_event(
@@ -45,16 +44,17 @@ def _envelope(
     event: EventData, partition_id: str | None, source: str | None, read: FieldReader
 ) -> Envelope:
     """The one field map of an event, read strictly or salvaging what converts."""
-    amqp_properties = event.raw_amqp_message.properties
-    extra: dict[str, Any] = {}
-    if amqp_properties is not None:
-        for name in _MESSAGE_PROPERTY_FIELDS:
-            extra[name] = read.text(getattr(amqp_properties, name, None), name)
+    # The AMQP properties section is read once, with the values ``event.message_id`` and the
+    # other accessors give (see ``properties_section``).
+    fields = properties_section(event)
     return Envelope(
         body=read.body(event.body, event.body_type.value),
-        message_id=read.text(event.message_id, "message-id"),
-        correlation_id=read.text(event.correlation_id, "correlation-id"),
-        content_type=read.text(event.content_type, "content-type"),
+        message_id=read.text(fields.message_id, "message-id"),
+        correlation_id=read.text(fields.correlation_id, "correlation-id"),
+        content_type=read.text(fields.content_type, "content-type"),
+        subject=read.text(fields.subject, "subject"),
+        to=read.text(fields.to, "to"),
+        reply_to=read.text(fields.reply_to, "reply_to"),
         partition_key=read.text(event.partition_key, "partition key"),
         application_properties={**read.properties(event.properties), **read.markers()},
         enqueued_time_utc=event.enqueued_time,
@@ -62,7 +62,6 @@ def _envelope(
         offset=read.text(event.offset, "offset"),
         partition_id=partition_id,
         source=source,
-        **extra,
     )
 
 

@@ -11,11 +11,12 @@ and exit code 2 (``CONFIGURATION``), never a traceback. ``-v`` works before or a
 command name.
 
 The chosen command's module is imported with the cyclic garbage collector paused
-(:func:`_collector_paused`): importing ``run`` creates some hundred thousand objects (module
-dictionaries, functions, the pydantic topology models), almost none of them garbage, and each
-automatic collection would walk the young ones again; pausing it saved about 3 % of the start-up
-CPU of ``run`` (``benchmarks/bench_local_host_floor.py``, issue 26). The collector runs again
-from the moment the imports are done.
+(:func:`_collector_paused`): importing ``run`` leaves about 50,000 objects the collector tracks
+(module dictionaries, functions, classes, the pydantic topology models), almost none of them
+garbage, and the 120 or so automatic collections it would trigger meanwhile find next to
+nothing; pausing it saves about 1.3 % of the instructions ``run`` spends starting (issue 26;
+README, "The local host against the SDK's floor"). The collector runs again as soon as the
+imports are done.
 """
 
 from __future__ import annotations

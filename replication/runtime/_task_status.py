@@ -28,6 +28,10 @@ class TaskStatus:
         """Counts batches settled and healthy receives: a loop that moved it made progress."""
         self.last_error: str | None = None
         self.last_activity = time.monotonic()
+        self.last_heard = self.last_activity
+        """When one of the task's loops last reported anything (a batch, a failure, a receive
+        that came back): a loop that stays silent much longer than any batch may take is hung
+        (the local host's :class:`~replication.hosts.local.StallWatch` reports it)."""
 
     @property
     def failing(self) -> bool:
@@ -42,7 +46,7 @@ class TaskStatus:
             self.parked += parked
             self.progress += 1
             self.consecutive_failures = 0
-            self.last_activity = time.monotonic()
+            self.last_activity = self.last_heard = time.monotonic()
 
     def record_failure(self, error: BaseException | str, *, restart: bool = False) -> int:
         """A batch failed (or, with ``restart``, the receive loop had to reconnect); returns
@@ -52,7 +56,17 @@ class TaskStatus:
             self.restarts += int(restart)
             self.consecutive_failures += 1
             self.last_error = error if isinstance(error, str) else describe(error)
-            self.last_activity = time.monotonic()
+            self.last_activity = self.last_heard = time.monotonic()
+            return self.consecutive_failures
+
+    def record_silence(self, problem: str) -> int:
+        """No loop of the task has reported anything for too long (``problem`` says how long):
+        the task is failing until one does. Unlike :meth:`record_failure` it is not a sign of
+        life, so the silence goes on being measured; returns the failures in a row."""
+        with self._lock:
+            self.failures += 1
+            self.consecutive_failures += 1
+            self.last_error = problem
             return self.consecutive_failures
 
     def touch(self) -> None:
@@ -60,6 +74,7 @@ class TaskStatus:
         with self._lock:
             self.progress += 1
             self.consecutive_failures = 0
+            self.last_heard = time.monotonic()
 
 
 def describe(error: BaseException) -> str:

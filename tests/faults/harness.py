@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +32,7 @@ from azure.servicebus import (
 )
 from azure.servicebus.exceptions import MessageSizeExceededError, OperationTimeoutError
 
+from replication.hosts.local import thread_stacks
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, parse_topology
 from replication.transport.servicebus import entity_receiver, peek_pages
@@ -66,22 +66,16 @@ def eventually(
     start = time.monotonic()
     while not check():
         if time.monotonic() - start > timeout:
-            raise AssertionError(
-                f"{what} did not happen within {timeout:.0f} s; other threads:\n{thread_stacks()}"
-            )
+            stacks = other_threads_stacks()
+            raise AssertionError(f"{what} did not happen within {timeout:.0f} s:\n{stacks}")
         time.sleep(interval)
     return time.monotonic() - start
 
 
-def thread_stacks() -> str:
+def other_threads_stacks() -> str:
     """The stack of every thread of this process but the calling one."""
-    frames = sys._current_frames()
-    stacks = [
-        f"thread {thread.name}:\n{''.join(traceback.format_stack(frames[thread.ident]))}"
-        for thread in threading.enumerate()
-        if thread is not threading.current_thread() and thread.ident in frames
-    ]
-    return "\n".join(stacks) or "(none)"
+    current = threading.current_thread()
+    return thread_stacks([thread for thread in threading.enumerate() if thread is not current])
 
 
 class Node:

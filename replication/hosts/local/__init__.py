@@ -2,6 +2,8 @@
 
 - ``_host``: :class:`LocalHost`, behind ``python -m replication run`` and ``demo``: one
   supervised receive loop per task feeding the task's runner, heartbeats included;
+- ``_stall_watch``: :class:`StallWatch`, which reports a task whose loops went silent (hung), with
+  :func:`thread_stacks`;
 - ``_emulator_process``: :func:`emulator_process`, the local AMQP emulator started as a child
   process the way a user starts it, with its connection settings read from its output;
   :class:`EmulatorProcess`, one that can be killed and restarted on the same ports.
@@ -10,6 +12,7 @@
 from typing import TYPE_CHECKING, Any
 
 from ._host import LocalHost
+from ._stall_watch import StallWatch, thread_stacks
 
 if TYPE_CHECKING:
     from ._emulator_process import (
@@ -41,5 +44,7 @@ __all__ = [
     "EmulatorProcess",
     "EmulatorStartError",
     "LocalHost",
+    "StallWatch",
     "emulator_process",
+    "thread_stacks",
 ]

@@ -18,6 +18,9 @@ No error stops a task for good: a lost connection, a restarted namespace, a mess
 cannot be read, a target that is down are retried with backoff, and a task that keeps failing
 is reported at ERROR and in :attr:`LocalHost.status` (``--until-idle`` then exits non-zero).
 It stops on Ctrl-C, or with ``--until-idle N`` once no task has received anything for N seconds.
+A task whose loops stop reporting altogether (a hang: a deadlock, an SDK call that never
+returns) is reported at ERROR with where its threads are, and as failing, by a
+:class:`~replication.hosts.local.StallWatch`.
 
 With heartbeats enabled (the topology's ``heartbeats`` section, :mod:`replication.heartbeats`)
 it also publishes each source namespace's heartbeat every interval and reads the heartbeats
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -50,6 +54,8 @@ from replication.transport.servicebus import (
     run_servicebus_source,
 )
 
+from ._stall_watch import StallWatch
+
 logger = logging.getLogger(__name__)
 
 
@@ -64,6 +70,7 @@ class LocalHost:
         self._factory = SenderFactory(topology, self.settings)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._task_threads: dict[str, list[threading.Thread]] = {}
         self.status: dict[str, TaskStatus] = {}
         self.heartbeats = HeartbeatBook()
         """Heartbeat age per path (origin, target), when the topology enables heartbeats."""
@@ -132,10 +139,19 @@ class LocalHost:
                 )
                 thread.start()
                 self._threads.append(thread)
+                self._task_threads.setdefault(task.name, []).append(thread)
         self._threads += start_heartbeats(
             self.topology, self._factory, self.heartbeats, self._stop, self.settings
         )
+        self._threads.append(StallWatch(self.status, self._threads_of, self._stop).start())
         return self
+
+    def _threads_of(self, task: str) -> list[threading.Thread]:
+        """The threads of ``task``: its loops, and an event hub's per-partition loops."""
+        partition = re.compile(rf"{re.escape(task)}-p\w+")
+        return self._task_threads.get(task, []) + [
+            thread for thread in threading.enumerate() if partition.fullmatch(thread.name)
+        ]
 
     def failing(self) -> dict[str, TaskStatus]:
         """The tasks whose last attempt failed (not making progress)."""

@@ -1,0 +1,105 @@
+"""Telling a hung task from a quiet one: the local host's watch over its receive loops.
+
+Every receive loop reports to its task's :class:`~replication.runtime.TaskStatus` at least once
+a second while it is healthy (a receive that came back, even empty, a batch settled, a failure);
+only a batch in flight keeps it silent, and the lock renewal of the Service Bus loops holds a
+batch for at most :data:`SILENCE_LIMIT_SECONDS` minus a minute. A loop that stays silent longer
+than that is hung: a deadlock, or a call into an SDK that never returns. Nothing else would say
+so: its thread is alive, its supervisor is waiting for it, and the task would simply stop
+replicating. :class:`StallWatch` checks every task each :data:`CHECK_SECONDS`, and for a silent
+one logs an ERROR with where the task's threads are, and marks the task failing
+(:meth:`~replication.runtime.TaskStatus.record_silence`), so the live table and ``--until-idle``
+report it, until one of its loops reports again. It is repeated every
+:data:`SILENCE_LIMIT_SECONDS` while the silence lasts.
+
+Seen on 2026-11-26: a receive loop hung for good in the lock renewal's withdrawal after a target
+outage (fixed); with this watch, such a hang is reported instead of silent.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+
+from replication.runtime import TaskStatus
+
+logger = logging.getLogger(__name__)
+
+SILENCE_LIMIT_SECONDS = 11 * 60.0
+"""Seconds without a word from any loop of a task after which it is reported as hung: the
+longest a Service Bus batch stays in flight with its locks renewed (10 minutes, the receive
+loops' ``lock_renewal_seconds``), and a minute more."""
+
+CHECK_SECONDS = 5.0
+
+
+class StallWatch:
+    """A thread that reports the tasks of ``statuses`` whose loops went silent (see the module
+    docstring); ``threads_of(task)`` are the threads whose stacks the report shows."""
+
+    def __init__(
+        self,
+        statuses: Mapping[str, TaskStatus],
+        threads_of: Callable[[str], Sequence[threading.Thread]],
+        stop: threading.Event,
+        *,
+        limit: float = SILENCE_LIMIT_SECONDS,
+        interval: float = CHECK_SECONDS,
+    ) -> None:
+        self._statuses = statuses
+        self._threads_of = threads_of
+        self._stop = stop
+        self._limit = limit
+        self._interval = interval
+        self._reported: dict[str, float] = {}
+        """Task name -> when its current silence was last reported."""
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name="stall-watch", daemon=True)
+        thread.start()
+        return thread
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.check()
+
+    def check(self) -> None:
+        """Report every task silent for longer than the limit, once per limit."""
+        now = time.monotonic()
+        for name, status in self._statuses.items():
+            heard = status.last_heard
+            since = max(heard, self._reported.get(name, heard))
+            if now - since <= self._limit:
+                continue
+            self._reported[name] = now
+            silent = now - heard
+            failures = status.record_silence(
+                f"no receive loop of the task has returned for {silent:.0f} s (hung?)"
+            )
+            logger.error(
+                "%s: no receive loop of this task has reported anything for %.0f s, longer than "
+                "any batch may stay in flight: it is hung, and replicates nothing until it "
+                "returns (%d failure(s) in a row). Where its threads are:\n%s",
+                name,
+                silent,
+                failures,
+                thread_stacks(self._threads_of(name)),
+            )
+
+
+def thread_stacks(threads: Sequence[threading.Thread]) -> str:
+    """The current stack of each of ``threads`` that is alive, named."""
+    frames = sys._current_frames()
+    stacks = [
+        f"thread {thread.name}:\n{''.join(traceback.format_stack(frames[thread.ident]))}"
+        for thread in threads
+        if thread.ident is not None and thread.ident in frames
+    ]
+    return "\n".join(stacks) or "(no thread of the task is alive)"
+
+
+__all__ = ["CHECK_SECONDS", "SILENCE_LIMIT_SECONDS", "StallWatch", "thread_stacks"]

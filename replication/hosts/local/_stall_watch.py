@@ -2,15 +2,20 @@
 
 Every receive loop reports to its task's :class:`~replication.runtime.TaskStatus` at least once
 a second while it is healthy (a receive that came back, even empty, a batch settled, a failure);
-only a batch in flight keeps it silent, and the lock renewal of the Service Bus loops holds a
-batch for at most :data:`SILENCE_LIMIT_SECONDS` minus a minute. A loop that stays silent longer
-than that is hung: a deadlock, or a call into an SDK that never returns. Nothing else would say
-so: its thread is alive, its supervisor is waiting for it, and the task would simply stop
-replicating. :class:`StallWatch` checks every task each :data:`CHECK_SECONDS`, and for a silent
-one logs an ERROR with where the task's threads are, and marks the task failing
+only a batch in flight keeps it silent. A Service Bus batch's locks are renewed for at most 10
+minutes, after which its messages go back to the source anyway (the loop logs both the batch
+being overdue and the renewal stopping), and a failing batch reports each failure. A task none of
+whose loops has reported anything for :data:`SILENCE_LIMIT_SECONDS` is therefore hung: a
+deadlock, or a call into an SDK that never returns. Nothing else would say so: its threads are
+alive, their supervisors wait for them, and the task simply stops replicating.
+
+:class:`StallWatch` checks every task each :data:`CHECK_SECONDS`, and for a silent one logs an
+ERROR with where the task's threads are and marks the task failing
 (:meth:`~replication.runtime.TaskStatus.record_silence`), so the live table and ``--until-idle``
-report it, until one of its loops reports again. It is repeated every
-:data:`SILENCE_LIMIT_SECONDS` while the silence lasts.
+report it, until one of its loops reports again; it repeats the report every
+:data:`SILENCE_LIMIT_SECONDS` while the silence lasts. It watches tasks, not loops: one hung loop
+of a task that has several (eight session loops, one per event hub partition) goes unnoticed
+while the others report.
 
 Seen on 2026-11-26: a receive loop hung for good in the lock renewal's withdrawal after a target
 outage (fixed); with this watch, such a hang is reported instead of silent.
@@ -31,10 +36,11 @@ logger = logging.getLogger(__name__)
 
 SILENCE_LIMIT_SECONDS = 11 * 60.0
 """Seconds without a word from any loop of a task after which it is reported as hung: the
-longest a Service Bus batch stays in flight with its locks renewed (10 minutes, the receive
-loops' ``lock_renewal_seconds``), and a minute more."""
+longest a Service Bus batch keeps its locks renewed (10 minutes, the receive loops'
+``lock_renewal_seconds``), and a minute more."""
 
 CHECK_SECONDS = 5.0
+"""How often the watch looks."""
 
 
 class StallWatch:

@@ -32,6 +32,7 @@ class TaskStatus:
         """When one of the task's loops last reported anything (a batch, a failure, a receive
         that came back): a loop that stays silent much longer than any batch may take is hung
         (the local host's :class:`~replication.hosts.local.StallWatch` reports it)."""
+        self._heard_from: dict[threading.Thread, float] = {}
 
     @property
     def failing(self) -> bool:
@@ -47,6 +48,7 @@ class TaskStatus:
             self.progress += 1
             self.consecutive_failures = 0
             self.last_activity = self.last_heard = time.monotonic()
+            self._heard_from[threading.current_thread()] = self.last_heard
 
     def record_failure(self, error: BaseException | str, *, restart: bool = False) -> int:
         """A batch failed (or, with ``restart``, the receive loop had to reconnect); returns
@@ -57,6 +59,7 @@ class TaskStatus:
             self.consecutive_failures += 1
             self.last_error = error if isinstance(error, str) else describe(error)
             self.last_activity = self.last_heard = time.monotonic()
+            self._heard_from[threading.current_thread()] = self.last_heard
             return self.consecutive_failures
 
     def record_silence(self, problem: str) -> int:
@@ -74,7 +77,19 @@ class TaskStatus:
         with self._lock:
             self.progress += 1
             self.consecutive_failures = 0
-            self.last_heard = time.monotonic()
+            self.last_heard = self._heard_from[threading.current_thread()] = time.monotonic()
+
+    def heard_from(self, thread: threading.Thread) -> float | None:
+        """When ``thread`` last reported anything here (None: never)."""
+        with self._lock:
+            return self._heard_from.get(thread)
+
+    def forget_ended_threads(self) -> None:
+        """Drop what ended threads reported (an event hub's consumer threads are replaced on
+        every reconnect)."""
+        with self._lock:
+            for thread in [t for t in self._heard_from if not t.is_alive()]:
+                del self._heard_from[thread]
 
 
 def describe(error: BaseException) -> str:

@@ -29,6 +29,16 @@ def _stuck_in_a_withdrawal(release: threading.Event) -> None:
     release.wait(30)
 
 
+def _reports_then_hangs(status: TaskStatus, release: threading.Event) -> None:
+    status.touch()  # received (empty), then hangs
+    _stuck_in_a_withdrawal(release)
+
+
+def _keeps_receiving(status: TaskStatus, release: threading.Event) -> None:
+    while not release.wait(LIMIT / 6):
+        status.touch()
+
+
 def test_a_task_whose_loop_hangs_is_reported_with_its_stack_until_it_reports_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -46,7 +56,7 @@ def test_a_task_whose_loop_hangs_is_reported_with_its_stack_until_it_reports_aga
         time.sleep(LIMIT + 0.1)
         watch.check()
         (report,) = _errors(caplog)
-        assert report.startswith("weu-to-neu: no receive loop of this task has reported")
+        assert report.startswith("weu-to-neu: no receive loop of the task has reported for ")
         assert "thread task-weu:" in report
         assert "_stuck_in_a_withdrawal" in report
         assert status.consecutive_failures == 1
@@ -66,6 +76,39 @@ def test_a_task_whose_loop_hangs_is_reported_with_its_stack_until_it_reports_aga
     watch.check()
     assert status.consecutive_failures == 0
     assert len(_errors(caplog)) == 2
+
+
+def test_one_hung_loop_among_a_tasks_several_is_reported_by_name_with_its_stack(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A session-enabled source has eight loops: one that hangs holds its session while the
+    others keep the task's status fresh; the hung one is reported, the healthy one is not."""
+    caplog.set_level(logging.ERROR, logger=WATCH_LOGGER)
+    status = TaskStatus()
+    release = threading.Event()
+    hung = threading.Thread(target=_reports_then_hangs, args=(status, release), name="task-s-0")
+    healthy = threading.Thread(target=_keeps_receiving, args=(status, release), name="task-s-1")
+    hung.start()
+    healthy.start()
+    try:
+        watch = StallWatch({"s": status}, lambda _: [hung, healthy], threading.Event(),
+                           limit=LIMIT)  # fmt: skip
+        time.sleep(LIMIT + 0.2)
+        watch.check()
+        (report,) = _errors(caplog)
+        assert report.startswith("s: its loop(s) task-s-0 have not reported for over 0 s")
+        assert "thread task-s-0:" in report
+        assert "_stuck_in_a_withdrawal" in report
+        assert "thread task-s-1:" not in report
+    finally:
+        release.set()
+        hung.join()
+        healthy.join()
+    status.forget_ended_threads()
+    time.sleep(LIMIT + 0.1)
+    status.touch()
+    watch.check()
+    assert len(_errors(caplog)) == 1, "an ended loop thread is not hung"
 
 
 def test_a_task_that_keeps_reporting_is_never_reported(caplog: pytest.LogCaptureFixture) -> None:

@@ -13,9 +13,11 @@ alive, their supervisors wait for them, and the task simply stops replicating.
 ERROR with where the task's threads are and marks the task failing
 (:meth:`~replication.runtime.TaskStatus.record_silence`), so the live table and ``--until-idle``
 report it, until one of its loops reports again; it repeats the report every
-:data:`SILENCE_LIMIT_SECONDS` while the silence lasts. It watches tasks, not loops: one hung loop
-of a task that has several (eight session loops, one per event hub partition) goes unnoticed
-while the others report.
+:data:`SILENCE_LIMIT_SECONDS` while the silence lasts. One hung loop of a task that has several
+(the eight loops of a session-enabled source) is reported the same way, by its thread, though
+the task stops counting as failing as soon as another loop reports. An event hub's partitions
+report from the SDK's consumer threads, which are replaced on every reconnect, so for them only
+the whole task's silence is watched.
 
 Seen on 2026-11-26: a receive loop hung for good in the lock renewal's withdrawal after a target
 outage (fixed); with this watch, such a hang is reported instead of silent.
@@ -45,7 +47,8 @@ CHECK_SECONDS = 5.0
 
 class StallWatch:
     """A thread that reports the tasks of ``statuses`` whose loops went silent (see the module
-    docstring); ``threads_of(task)`` are the threads whose stacks the report shows."""
+    docstring); ``threads_of(task)`` are the task's loop threads: each one that reported
+    before and then stays silent is reported on its own, with its stack."""
 
     def __init__(
         self,
@@ -74,26 +77,38 @@ class StallWatch:
             self.check()
 
     def check(self) -> None:
-        """Report every task silent for longer than the limit, once per limit."""
+        """Report every task that is silent, or has a silent loop, for longer than the limit;
+        once per limit."""
         now = time.monotonic()
         for name, status in self._statuses.items():
-            heard = status.last_heard
-            since = max(heard, self._reported.get(name, heard))
-            if now - since <= self._limit:
+            status.forget_ended_threads()
+            threads = self._threads_of(name)
+            silent_loops = [
+                thread
+                for thread in threads
+                if (heard := status.heard_from(thread)) is not None and now - heard > self._limit
+            ]
+            silent = now - status.last_heard
+            if silent <= self._limit and not silent_loops:
+                continue
+            if now - self._reported.get(name, now - 2 * self._limit) <= self._limit:
                 continue
             self._reported[name] = now
-            silent = now - heard
-            failures = status.record_silence(
-                f"no receive loop of the task has returned for {silent:.0f} s (hung?)"
-            )
+            if silent > self._limit:
+                problem = f"no receive loop of the task has reported for {silent:.0f} s"
+                shown = threads
+            else:
+                names = ", ".join(thread.name for thread in silent_loops)
+                problem = f"its loop(s) {names} have not reported for over {self._limit:.0f} s"
+                shown = silent_loops
+            failures = status.record_silence(f"{problem} (hung?)")
             logger.error(
-                "%s: no receive loop of this task has reported anything for %.0f s, longer than "
-                "any batch may stay in flight: it is hung, and replicates nothing until it "
-                "returns (%d failure(s) in a row). Where its threads are:\n%s",
+                "%s: %s, longer than any batch may stay in flight: hung, replicating nothing "
+                "until it returns (%d failure(s) in a row). Where its threads are:\n%s",
                 name,
-                silent,
+                problem,
                 failures,
-                thread_stacks(self._threads_of(name)),
+                thread_stacks(shown),
             )
 
 

@@ -59,7 +59,10 @@ class TaskStatus:
             self.consecutive_failures += 1
             self.last_error = error if isinstance(error, str) else describe(error)
             self.last_activity = self.last_heard = time.monotonic()
-            self._heard_from[threading.current_thread()] = self.last_heard
+            if not restart:
+                # A restart is recorded by a supervisor, which for an event hub then only waits
+                # on the partitions' threads: not a loop whose silence would mean a hang.
+                self._heard_from[threading.current_thread()] = self.last_heard
             return self.consecutive_failures
 
     def record_silence(self, problem: str) -> int:
@@ -80,7 +83,8 @@ class TaskStatus:
             self.last_heard = self._heard_from[threading.current_thread()] = time.monotonic()
 
     def heard_from(self, thread: threading.Thread) -> float | None:
-        """When ``thread`` last reported anything here (None: never)."""
+        """When ``thread`` last reported a receive, a batch or a batch's failure here (None:
+        never)."""
         with self._lock:
             return self._heard_from.get(thread)
 

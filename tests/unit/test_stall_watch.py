@@ -111,6 +111,34 @@ def test_one_hung_loop_among_a_tasks_several_is_reported_by_name_with_its_stack(
     assert len(_errors(caplog)) == 1, "an ended loop thread is not hung"
 
 
+def test_a_supervisor_that_restarted_its_loop_is_not_taken_for_a_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An event hub task's supervisor thread records the restart of its loop, then waits on the
+    partitions' threads for as long as they run: its silence is not a hang."""
+    caplog.set_level(logging.ERROR, logger=WATCH_LOGGER)
+    status = TaskStatus()
+    release = threading.Event()
+
+    def supervisor() -> None:
+        status.record_failure("ServiceBusConnectionError: gone", restart=True)
+        release.wait(30)  # joining the partitions' threads
+
+    thread = threading.Thread(target=supervisor, name="task-eh")
+    thread.start()
+    try:
+        watch = StallWatch({"eh": status}, lambda _: [thread], threading.Event(), limit=LIMIT)
+        deadline = time.monotonic() + 3 * LIMIT
+        while time.monotonic() < deadline:
+            status.touch()  # the partitions' consumer threads (here: this one) keep receiving
+            time.sleep(LIMIT / 6)
+            watch.check()
+    finally:
+        release.set()
+        thread.join()
+    assert _errors(caplog) == []
+
+
 def test_a_task_that_keeps_reporting_is_never_reported(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR, logger=WATCH_LOGGER)
     idle, busy = TaskStatus(), TaskStatus()

@@ -76,10 +76,10 @@ class StallWatch:
         while not self._stop.wait(self._interval):
             self.check()
 
-    def check(self) -> None:
+    def check(self, now: float | None = None) -> None:
         """Report every task that is silent, or has a silent loop, for longer than the limit;
-        once per limit."""
-        now = time.monotonic()
+        once per limit. ``now``: the ``time.monotonic()`` to judge at (default: now)."""
+        now = time.monotonic() if now is None else now
         for name, status in self._statuses.items():
             status.forget_ended_threads()
             threads = self._threads_of(name)

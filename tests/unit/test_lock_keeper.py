@@ -68,10 +68,9 @@ def test_a_batch_withdrawn_while_its_locks_are_being_renewed_is_let_go() -> None
     renewing = threading.Event()
     keeper: LockKeeper
 
-    def renew() -> None:  # one message, then the next, until the batch is withdrawn
+    def renew() -> None:  # renewing, message after message, until the batch is withdrawn
         renewing.set()
-        while not keeper.done.is_set():
-            time.sleep(0.01)
+        keeper.done.wait(30)
 
     renewer = LockRenewer()  # closed only if the withdrawal returned (closing would hang too)
     keeper = LockKeeper(renew, _soon(), limit=600, renewer=renewer)

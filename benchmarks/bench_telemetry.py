@@ -37,11 +37,17 @@ issue's goal: under 10 % overhead with the SDK.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
+import gc
+import json
+import os
+import re
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -54,8 +60,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.metrics import Histogram, NoOpMeterProvider
 from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, ExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import NoOpTracerProvider
@@ -94,6 +100,110 @@ def batches(count: int, size: int, *, shared: bool = False) -> list[list[Envelop
     ]
 
 
+CONFIGURATIONS = ("off", "api only", "sdk")
+SPLIT_CONFIGURATIONS = ("sdk metrics", "sdk traces", "sdk 10% traces")
+SETTINGS_VARIABLE = "BENCH_TELEMETRY_SETTINGS"
+"""How a counted child gets the emulator's app settings (JSON) from the parent."""
+
+
+class OtlpEncodingExporter(SpanExporter):
+    """Encodes every exported span batch as the OTLP/HTTP exporter's request body and keeps
+    only its size: the exporter thread's real CPU work without a collector to post to."""
+
+    def __init__(self) -> None:
+        self.encoded_bytes = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.encoded_bytes += len(encode_spans(spans).SerializePartialToString())
+        return SpanExportResult.SUCCESS
+
+    def clear(self) -> None:
+        self.encoded_bytes = 0
+
+
+class Workbench:
+    """One workload and every configuration's telemetry over it: a fresh runner per round
+    (the ledger would otherwise skip the batches), one set of SDK providers for all rounds.
+
+    ``encode`` exports the spans through :class:`OtlpEncodingExporter` instead of keeping
+    them in memory (the instruction counts include the exporter thread's encoding)."""
+
+    def __init__(
+        self, args: argparse.Namespace, factory: SenderFactory | None, *, encode: bool = False
+    ) -> None:
+        topology = load_topology(EXAMPLE)
+        self.task = topology.resolved(topology.task("orders-weu-to-neu"))
+        self.work = batches(args.batches, args.size, shared=args.shared_context)
+        self.messages = args.batches * args.size
+        self.factory = factory
+        self.reader = InMemoryMetricReader()
+        self.meters = MeterProvider(metric_readers=[self.reader])
+        self.exporter: InMemorySpanExporter | OtlpEncodingExporter = (
+            OtlpEncodingExporter() if encode else InMemorySpanExporter()
+        )
+        self.tracers = TracerProvider()
+        self.tracers.add_span_processor(BatchSpanProcessor(self.exporter))
+        self.sampled_exporter: InMemorySpanExporter | OtlpEncodingExporter = (
+            OtlpEncodingExporter() if encode else InMemorySpanExporter()
+        )
+        self.sampled = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.1)))
+        self.sampled.add_span_processor(BatchSpanProcessor(self.sampled_exporter))
+
+    def telemetry(self, name: str) -> TaskTelemetry:
+        if name == "off":
+            return TaskTelemetry(self.task.name, enabled=False)
+        if name == "api only":
+            return TaskTelemetry(self.task.name)
+        return TaskTelemetry(
+            self.task.name,
+            source_namespace="weu",
+            source_entity="orders",
+            systems={"weu": "servicebus", "neu": "servicebus"},
+            meter_provider=NoOpMeterProvider() if name == "sdk traces" else self.meters,
+            tracer_provider=(
+                NoOpTracerProvider()
+                if name == "sdk metrics"
+                else self.sampled
+                if name == "sdk 10% traces"
+                else self.tracers
+            ),
+        )
+
+    def one_round(self, name: str) -> tuple[float, float]:
+        """Wall time and CPU time (this process, all threads) per message."""
+        memory = MemoryTarget("neu/orders")
+        target: TargetSender = (
+            memory if self.factory is None else self.factory.sender("neu", "orders")
+        )
+        runner = TaskRunner(
+            self.task, {Target("neu", "orders"): target}, telemetry=self.telemetry(name)
+        )
+        run: Callable[[list[Envelope]], object] = runner.run
+        start = time.perf_counter()
+        start_cpu = time.process_time()
+        for batch in self.work:
+            run(batch)
+        elapsed = time.perf_counter() - start
+        cpu = time.process_time() - start_cpu
+        if self.factory is None:
+            assert len(memory.received) == self.messages
+        return elapsed / self.messages, cpu / self.messages
+
+    def flush(self) -> None:
+        """End of a round: export every span (the exporters keep nothing), collect the metrics."""
+        for provider, spans in (
+            (self.tracers, self.exporter),
+            (self.sampled, self.sampled_exporter),
+        ):
+            provider.force_flush()
+            spans.clear()
+        self.reader.get_metrics_data()
+
+    def shutdown(self) -> None:
+        self.tracers.shutdown()
+        self.sampled.shutdown()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batches", type=int, default=40)
@@ -115,84 +225,59 @@ def main() -> None:
         action="store_true",
         help="also the SDK's metrics alone and its traces alone (where the SDK's cost is)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per message under valgrind's callgrind instead of timing",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="with --instructions: counted processes run side by side (counts do not depend on it)",
+    )
+    parser.add_argument("--count-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    topology = load_topology(EXAMPLE)
-    task = topology.resolved(topology.task("orders-weu-to-neu"))
-    work = batches(args.batches, args.size, shared=args.shared_context)
-    reader = InMemoryMetricReader()
-    meters = MeterProvider(metric_readers=[reader])
-    exporter = InMemorySpanExporter()
-    tracers = TracerProvider()
-    tracers.add_span_processor(BatchSpanProcessor(exporter))
-    sampled_exporter = InMemorySpanExporter()
-    sampled = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.1)))
-    sampled.add_span_processor(BatchSpanProcessor(sampled_exporter))
-
-    def telemetry(name: str) -> TaskTelemetry:
-        if name == "off":
-            return TaskTelemetry(task.name, enabled=False)
-        if name == "api only":
-            return TaskTelemetry(task.name)
-        return TaskTelemetry(
-            task.name,
-            source_namespace="weu",
-            source_entity="orders",
-            systems={"weu": "servicebus", "neu": "servicebus"},
-            meter_provider=NoOpMeterProvider() if name == "sdk traces" else meters,
-            tracer_provider=(
-                NoOpTracerProvider()
-                if name == "sdk metrics"
-                else sampled
-                if name == "sdk 10% traces"
-                else tracers
-            ),
-        )
-
+    names = CONFIGURATIONS + (SPLIT_CONFIGURATIONS if args.split else ())
+    if args.count_child:
+        run_counted_child(args)
+        return
     stack = contextlib.ExitStack()
     factory: SenderFactory | None = None
+    settings: dict[str, str] = {}
     if args.target == "emulator":
         settings = stack.enter_context(emulator_process(EXAMPLE))
+    if args.instructions:
+        with stack:
+            count_instructions(args, names, settings)
+        return
+    if settings:
+        topology = load_topology(EXAMPLE)
         factory = SenderFactory(
             topology, Settings.from_environ(settings, connections=topology.connections)
         )
         stack.callback(factory.close)
+    bench = Workbench(args, factory)
+    stack.callback(bench.shutdown)
+    with stack:
+        time_rounds(args, names, bench)
 
-    def one_round(name: str) -> tuple[float, float]:
-        """Wall time and CPU time (this process, all threads) per message."""
-        memory = MemoryTarget("neu/orders")
-        target: TargetSender = memory if factory is None else factory.sender("neu", "orders")
-        runner = TaskRunner(task, {Target("neu", "orders"): target}, telemetry=telemetry(name))
-        run: Callable[[list[Envelope]], object] = runner.run
-        start = time.perf_counter()
-        start_cpu = time.process_time()
-        for batch in work:
-            run(batch)
-        elapsed = time.perf_counter() - start
-        cpu = time.process_time() - start_cpu
-        if factory is None:
-            assert len(memory.received) == args.batches * args.size
-        messages = args.batches * args.size
-        return elapsed / messages, cpu / messages
 
-    names: tuple[str, ...] = ("off", "api only", "sdk")
-    if args.split:
-        names += ("sdk metrics", "sdk traces", "sdk 10% traces")
+def time_rounds(args: argparse.Namespace, names: Sequence[str], bench: Workbench) -> None:
+    """Every configuration's rounds, interleaved in a rotating order, and their figures."""
     for name in names:  # warm-up
-        one_round(name)
+        bench.one_round(name)
     per_message: dict[str, list[float]] = {name: [] for name in names}
     cpu_per_message: dict[str, list[float]] = {name: [] for name in names}
     for index in range(args.rounds):
         turn = index % len(names)
-        order = names[turn:] + names[:turn]
+        order = [*names[turn:], *names[:turn]]
         for name in order:
-            wall, cpu = one_round(name)
+            wall, cpu = bench.one_round(name)
             per_message[name].append(wall)
             cpu_per_message[name].append(cpu)
-        for provider, spans in ((tracers, exporter), (sampled, sampled_exporter)):
-            provider.force_flush()
-            spans.clear()
-        reader.get_metrics_data()
+        bench.flush()
 
     print(
         f"TaskRunner.run to the {args.target} target, "
@@ -219,12 +304,89 @@ def main() -> None:
                 f"median {(median - 1) * 100:+.1f} %)"
             )
     if args.split:
-        print_export_cost(one_round, tracers, exporter, args.batches * args.size)
-        print_sensor_cost(telemetry("sdk traces"), work)
-        print_record_cost(task.name)
-    tracers.shutdown()
-    sampled.shutdown()
-    stack.close()
+        print_export_cost(bench, args.batches * args.size)
+        print_sensor_cost(bench.telemetry("sdk traces"), bench.work)
+        print_record_cost(bench.task.name)
+
+
+COUNTED_ROUNDS = 2
+"""Rounds a counted child runs after its warm-up round (a child with none is the baseline)."""
+
+
+def count_instructions(
+    args: argparse.Namespace, names: Sequence[str], settings: Mapping[str, str]
+) -> None:
+    """Every configuration's instructions per message under valgrind's callgrind: per
+    configuration a child process that runs one warm-up round and :data:`COUNTED_ROUNDS` more,
+    less one that runs the warm-up round alone, over both rounds' messages. A count does not
+    depend on what else the shared machine runs (the CPU-time ratios above spread by +-30
+    points round by round); it weighs every instruction alike, so it is a proxy for CPU time.
+    It counts every thread of the process (the batch span processor's export, here the OTLP
+    encoding of the spans), not the emulator, which runs natively in its own process."""
+    environ = {**os.environ, "PYTHONHASHSEED": "0", SETTINGS_VARIABLE: json.dumps(dict(settings))}
+    contexts = "one producer context" if args.shared_context else "a producer context each"
+    print(
+        f"TaskRunner.run to the {args.target} target, instructions per message (callgrind), "
+        f"{COUNTED_ROUNDS} rounds of {args.batches} batches of {args.size} messages after a "
+        f"warm-up round ({contexts}); "
+        "the SDK's spans are encoded as OTLP requests by the exporter thread:"
+    )
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        counts = {
+            (name, rounds): pool.submit(_instructions, args, name, rounds, environ)
+            for name in names
+            for rounds in (COUNTED_ROUNDS, 0)
+        }
+        per_message: dict[str, float] = {}
+        for name in names:
+            spent = counts[name, COUNTED_ROUNDS].result() - counts[name, 0].result()
+            per_message[name] = spent / (COUNTED_ROUNDS * args.batches * args.size)
+            ratio = per_message[name] / per_message[names[0]]
+            print(
+                f"  {name:14s} {per_message[name]:>12,.0f} instructions/message  "
+                f"{ratio:6.3f}x off ({(ratio - 1) * 100:+.1f} %)",
+                flush=True,
+            )
+
+
+def _instructions(
+    args: argparse.Namespace, name: str, rounds: int, environ: Mapping[str, str]
+) -> int:
+    command = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+        sys.executable, __file__, "--count-child", f"{rounds}:{name}",
+        "--target", args.target, "--batches", str(args.batches), "--size", str(args.size),
+    ]  # fmt: skip
+    if args.shared_context:
+        command.append("--shared-context")
+    finished = subprocess.run(command, env=environ, capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", finished.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no count: {finished.stderr[-500:]}")
+    return int(found.group(1))
+
+
+def run_counted_child(args: argparse.Namespace) -> None:
+    """Inside callgrind: ``ROUNDS:NAME``'s warm-up round, then ROUNDS rounds, each ended by a
+    flush (every span exported, the metrics collected), as the timed rounds are."""
+    rounds, _, name = args.count_child.partition(":")
+    factory: SenderFactory | None = None
+    if args.target == "emulator":
+        topology = load_topology(EXAMPLE)
+        settings = json.loads(os.environ[SETTINGS_VARIABLE])
+        factory = SenderFactory(
+            topology, Settings.from_environ(settings, connections=topology.connections)
+        )
+    bench = Workbench(args, factory, encode=True)
+    bench.one_round(name)
+    bench.flush()
+    gc.collect()  # every count starts from the same heap
+    for _ in range(int(rounds)):
+        bench.one_round(name)
+        bench.flush()
+    bench.shutdown()
+    if factory is not None:
+        factory.close()
 
 
 def print_sensor_cost(
@@ -296,18 +458,15 @@ def print_record_cost(task: str, calls: int = 20_000, rounds: int = 7) -> None:
         )
 
 
-def print_export_cost(
-    one_round: Callable[[str], tuple[float, float]],
-    tracers: TracerProvider,
-    exporter: InMemorySpanExporter,
-    messages: int,
-) -> None:
+def print_export_cost(bench: Workbench, messages: int) -> None:
     """What the OTLP exporter's thread does with one round's spans: their protobuf encoding
     (the request body ``OTLPSpanExporter`` posts), per message, median of 5 encodings. The
     process span links each message's producer context, so this grows with the messages."""
+    exporter = bench.exporter
+    assert isinstance(exporter, InMemorySpanExporter)
     exporter.clear()
-    one_round("sdk")
-    tracers.force_flush()
+    bench.one_round("sdk")
+    bench.tracers.force_flush()
     spans = exporter.get_finished_spans()
     times = []
     size = 0

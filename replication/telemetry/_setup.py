@@ -32,6 +32,9 @@ What the local providers leave to the SDK's standard settings, and why:
   the filter's check is all it costs: within the noise of ``Histogram.record``, measured by
   ``benchmarks/bench_telemetry.py --split`` beside ``always_off`` and a record inside a sampled
   span.
+- Export intervals: metrics every 15 s (:data:`METRIC_EXPORT_INTERVAL_MS`) unless
+  ``OTEL_METRIC_EXPORT_INTERVAL`` is set; spans as ``OTEL_BSP_SCHEDULE_DELAY`` and the other
+  ``OTEL_BSP_*`` settings say (unset, every 5 s or 512 spans).
 - Sampling: ``OTEL_TRACES_SAMPLER`` and ``OTEL_TRACES_SAMPLER_ARG``, read by the SDK's
   TracerProvider; unset, every batch span is recorded (``parentbased_always_on``).
   ``parentbased_traceidratio`` with ``0.1`` records one batch in ten of those that start a
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from types import ModuleType
 
 from replication.settings import CONNECTION_STRING_SETTING, CONSOLE, OTLP_ENDPOINT_SETTING, Settings
@@ -52,7 +56,10 @@ from replication.settings import CONNECTION_STRING_SETTING, CONSOLE, OTLP_ENDPOI
 logger = logging.getLogger(__name__)
 
 METRIC_EXPORT_INTERVAL_MS = 15_000
-"""How often local runs export metrics (the SDK's default is a minute)."""
+"""How often local runs export metrics unless ``OTEL_METRIC_EXPORT_INTERVAL`` says otherwise
+(the SDK's default is a minute)."""
+METRIC_EXPORT_INTERVAL_SETTING = "OTEL_METRIC_EXPORT_INTERVAL"
+"""The SDK's standard setting (milliseconds), which it reads itself when no interval is passed."""
 
 
 def _load(module: str, package: str) -> ModuleType:
@@ -122,8 +129,10 @@ def _install(metric_exporter: object, span_exporter: object) -> None:
     sdk_trace_export = _load("opentelemetry.sdk.trace.export", "opentelemetry-sdk")
     sdk_resources = _load("opentelemetry.sdk.resources", "opentelemetry-sdk")
     resource = sdk_resources.Resource.create({"service.name": "replication"})
+    # The standard setting wins when set; the SDK reads and checks it itself.
+    interval = None if os.environ.get(METRIC_EXPORT_INTERVAL_SETTING) else METRIC_EXPORT_INTERVAL_MS
     reader = sdk_metrics_export.PeriodicExportingMetricReader(
-        metric_exporter, export_interval_millis=METRIC_EXPORT_INTERVAL_MS
+        metric_exporter, export_interval_millis=interval
     )
     metrics.set_meter_provider(
         sdk_metrics.MeterProvider(resource=resource, metric_readers=[reader])

@@ -6,8 +6,10 @@ to the runner's :class:`TaskTelemetry` (no global provider); targets are ``Memor
 from __future__ import annotations
 
 import os
+import selectors
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -313,6 +315,49 @@ def test_local_console_telemetry_prints_metrics_and_spans() -> None:
     assert result.returncode == 0, result.stderr
     assert '"name": "replication.messages"' in result.stdout
     assert '"name": "send orders"' in result.stdout
+
+
+INTERVAL_RUN = """
+import time
+from replication.settings import Settings
+from replication.telemetry import configure_local_telemetry
+from opentelemetry import metrics
+
+assert configure_local_telemetry(Settings.from_environ({"REPLICATION_TELEMETRY": "console"}))
+counter = metrics.get_meter("interval-test").create_counter("interval.test")
+counter.add(1)
+time.sleep(60)  # the parent stops this process once the export is printed
+"""
+
+
+def test_local_metrics_export_every_otel_metric_export_interval_when_it_is_set() -> None:
+    """The standard ``OTEL_METRIC_EXPORT_INTERVAL`` wins over the local 15 s: at 100 ms the
+    console exporter prints the counter within seconds (at 15 s it would not within 10)."""
+    root = Path(__file__).resolve().parents[2]
+    environ = {**os.environ, "OTEL_METRIC_EXPORT_INTERVAL": "100", "PYTHONUNBUFFERED": "1"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", INTERVAL_RUN],
+        cwd=root,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert child.stdout is not None
+    printed = b""
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(child.stdout, selectors.EVENT_READ)
+            deadline = time.monotonic() + 10
+            while b'"name": "interval.test"' not in printed and time.monotonic() < deadline:
+                if selector.select(timeout=deadline - time.monotonic()):
+                    chunk = os.read(child.stdout.fileno(), 65536)
+                    if not chunk:
+                        break
+                    printed += chunk
+    finally:
+        child.kill()
+        child.wait()
+    assert b'"name": "interval.test"' in printed
 
 
 def test_a_rejected_message_without_a_parking_entity_counts_as_failed() -> None:

@@ -395,8 +395,16 @@ def child_environ(variant: Variant, settings: Mapping[str, str]) -> dict[str, st
     return environ
 
 
-def time_child(command: list[str], cwd: Path, environ: Mapping[str, str], expected: int) -> Run:
-    """Start the child and watch its batch lines until ``expected`` messages were forwarded."""
+def time_child(
+    command: list[str],
+    cwd: Path,
+    environ: Mapping[str, str],
+    expected: int,
+    *,
+    mark: Callable[[int], None] | None = None,
+) -> Run:
+    """Start the child and watch its batch lines until ``expected`` messages were forwarded.
+    ``mark`` is called with the child's pid at its first batch line and at its last."""
     started = time.perf_counter()
     process = subprocess.Popen(
         command,
@@ -441,10 +449,14 @@ def time_child(command: list[str], cwd: Path, environ: Mapping[str, str], expect
                         first = time.perf_counter() - started
                         first_cpu = process_cpu(process.pid)
                         first_count = int(match.group(1))
+                        if mark is not None:
+                            mark(process.pid)
                     received += int(match.group(1))
                     forwarded += int(match.group(2))
             wall = time.perf_counter() - started
             cpu = process_cpu(process.pid)
+            if mark is not None:
+                mark(process.pid)
     finally:
         # Ctrl-C to the whole group: the host stops as on a terminal, py-spy writes its file.
         os.killpg(process.pid, signal.SIGINT)
@@ -726,6 +738,168 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
                     " whole CPU); steady CPU"
                     f" {difference(pairs, 'otlp', 'off', _steady_extra, 1e6, 1)} us/msg"
                 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Counted:
+    """One child's instructions under callgrind: until its first batch line (start-up, with
+    the first batch), from there to its last batch line (steady), for ``messages``."""
+
+    startup: int
+    steady: int
+    first_count: int
+    messages: int
+    wall: float  # seconds to the last batch line, under callgrind
+
+    @property
+    def per_message(self) -> float:
+        return (self.startup + self.steady) / self.messages
+
+    @property
+    def steady_per_message(self) -> float:
+        return self.steady / (self.messages - self.first_count)
+
+
+CALLGRIND_SLOWDOWN = 50
+"""About how many times slower the local host runs under callgrind (wall time per message)."""
+STRETCHED_TIMERS = {
+    "OTEL_BSP_SCHEDULE_DELAY": str(5_000 * CALLGRIND_SLOWDOWN),
+    "OTEL_METRIC_EXPORT_INTERVAL": str(15_000 * CALLGRIND_SLOWDOWN),
+}
+"""The exporters' timers (milliseconds; the SDK's 5 s for spans, the local host's 15 s for
+metrics) stretched for a counted run."""
+
+
+EXPORTED_SPANS = 10
+"""Spans per export in the variant that exports during the run (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``):
+two spans per batch of 100, so one export per 500 messages."""
+EXPORTING = f"local host, OTLP, export per {EXPORTED_SPANS} spans"
+
+
+def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
+    """``--telemetry --instructions``: the local host with telemetry off and with the OTLP
+    exporter (of each checkout), each run under valgrind's callgrind, which dumps its count at
+    the host's first batch line and at its last (``callgrind_control --dump``): instructions
+    of the whole run per message, and of the steady state per message.
+
+    The CPU-time ratio of these two variants spread by +-30 points round by round on the
+    shared machine; an instruction count does not depend on what else runs, though it weighs
+    every instruction alike (a proxy for CPU time, not a measurement of it). Under callgrind
+    the host runs about :data:`CALLGRIND_SLOWDOWN` times slower while the emulator (its own
+    process, not counted) and the wall-clock timers do not: receive calls wait less often, and
+    the exporters' periodic work (spans every 5 s, metrics every 15 s: each a collection, an
+    encoding and an HTTP post) would happen that many times more often per message than in a
+    native run. So the counted runs stretch those two timers by the same factor
+    (``OTEL_BSP_SCHEDULE_DELAY``, ``OTEL_METRIC_EXPORT_INTERVAL``): the exporters do per
+    message what they do in a native run of the same length, which for a few thousand
+    messages is nothing before the run's end (the spans wait for their export, which is not
+    counted). A host that runs for hours exports its spans every 5 s, encoding every link, so a
+    third variant exports whenever :data:`EXPORTED_SPANS` spans are waiting (every 500
+    messages; it overcounts each export's fixed cost, which a host exporting every 5 s at
+    1,000 msg/s spreads over ten times as many messages). All variants run under the same
+    conditions."""
+    topology = write_topologies(workdir)["servicebus"]
+    host = host_command(topology)
+    checkouts = [("", ROOT)] + ([(" (base)", args.base.resolve())] if args.base else [])
+    with otlp_sink() as endpoint:
+        variants = [
+            Variant(label + suffix, "servicebus", host, checkout, environ)
+            for suffix, checkout in checkouts
+            for label, environ in (
+                ("local host, telemetry off", {"REPLICATION_TELEMETRY": "off"}),
+                ("local host, OTLP exporter", {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}),
+                (
+                    EXPORTING,
+                    {
+                        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+                        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": str(EXPORTED_SPANS),
+                    },
+                ),
+            )
+        ]
+        for variant in variants:  # warm-up: each checkout's .pyc files
+            one_run(variant, topology, min(args.messages, 500))
+        counts: dict[str, list[Counted]] = {variant.label: [] for variant in variants}
+        for index in range(args.rounds):
+            for variant in variants:
+                counted = counted_run(variant, topology, args.messages, workdir)
+                counts[variant.label].append(counted)
+                print(
+                    f"  round {index + 1} {variant.label}: "
+                    f"{counted.per_message:,.0f} instructions/msg, {counted.wall:.0f} s",
+                    file=sys.stderr,
+                )
+        exports = _Sink.exports
+    print(
+        f"servicebus, instructions (callgrind) of the local host's process, {args.messages} "
+        f"messages of {BODY_SIZE} bytes per run, batches of {BATCH}, {args.rounds} rounds; "
+        f"median (min-max); {exports} OTLP exports received"
+    )
+    print(
+        f"  {'variant':36s} {'per msg, whole run':>34s} {'per msg, steady':>34s} "
+        f"{'start-up (millions)':>28s}"
+    )
+    for variant in variants:
+        done = counts[variant.label]
+        print(
+            f"  {variant.label:36s} {spread([c.per_message for c in done], digits=0):>34s} "
+            f"{spread([c.steady_per_message for c in done], digits=0):>34s} "
+            f"{spread([c.startup for c in done], 1e-6, 0):>28s}"
+        )
+    print("  against telemetry off, round by round:")
+    for suffix, _ in checkouts:
+        off = counts["local host, telemetry off" + suffix]
+        for label in ("local host, OTLP exporter", EXPORTING):
+            otlp = counts[label + suffix]
+            pairs = list(zip(otlp, off, strict=True))
+            whole = [a.per_message / b.per_message for a, b in pairs]
+            steady = [a.steady_per_message / b.steady_per_message for a, b in pairs]
+            startup = [(a.startup - b.startup) * 1e-6 for a, b in pairs]
+            print(
+                f"    {label + suffix}: instructions per message {spread(whole, digits=3)}x "
+                f"whole, {spread(steady, digits=3)}x steady; start-up "
+                f"{spread(startup, digits=0)} million more"
+            )
+
+
+def counted_run(variant: Variant, topology: Path, messages: int, workdir: Path) -> Counted:
+    """One run of ``variant`` under callgrind (see :func:`count_telemetry`)."""
+    from replication.hosts.local import emulator_process
+
+    prefix = workdir / f"callgrind-{uuid.uuid4().hex}"
+    command = [
+        "valgrind", "--tool=callgrind", f"--callgrind-out-file={prefix}.%p",
+        *variant.command(variant.checkout),
+    ]  # fmt: skip
+    with emulator_process(topology) as settings:
+        publish_servicebus(settings, messages)
+        run = time_child(
+            command,
+            variant.checkout,
+            {**child_environ(variant, settings), **STRETCHED_TIMERS, "PYTHONHASHSEED": "0"},
+            messages,
+            mark=_dump_callgrind,
+        )
+    # The first dump holds the start-up, the second the steady state (each dump restarts the
+    # count); the file without a number is the shutdown's, not counted.
+    dumps = sorted(workdir.glob(f"{prefix.name}.*.*"), key=lambda path: int(path.suffix[1:]))
+    if len(dumps) != 2:
+        raise RuntimeError(f"expected two callgrind dumps, found {[d.name for d in dumps]}")
+    startup, steady = (_callgrind_total(dump) for dump in dumps)
+    for path in workdir.glob(f"{prefix.name}.*"):
+        path.unlink()
+    return Counted(startup, steady, run.first_count, messages, run.wall)
+
+
+def _dump_callgrind(pid: int) -> None:
+    subprocess.run(["callgrind_control", "--dump", str(pid)], check=True, capture_output=True)
+
+
+def _callgrind_total(dump: Path) -> int:
+    found = re.search(r"^totals: (\d+)", dump.read_text(errors="replace"), re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"{dump} has no totals line")
+    return int(found.group(1))
 
 
 def _startup(over: Run, under: Run) -> float:
@@ -1194,7 +1368,8 @@ def main() -> None:
     parser.add_argument(
         "--instructions",
         action="store_true",
-        help="the functions figures in instructions per message (valgrind), not CPU time",
+        help="the functions figures (or, with --telemetry, the telemetry's) in instructions "
+        "per message (valgrind's callgrind), not CPU time",
     )
     parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--count-contender", help=argparse.SUPPRESS)
@@ -1218,6 +1393,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as workdir:
             if args.profile:
                 run_profiles(args, kinds, Path(workdir))
+                return
+            if args.telemetry and args.instructions:
+                count_telemetry(args, Path(workdir))
                 return
             run_hosts(args, kinds, Path(workdir))
     in_process = [name for name in ("conversion", "functions") if name in chosen]

@@ -331,6 +331,7 @@ class Run:
     first_cpu: float  # CPU seconds at the first batch
     first_count: int  # messages in the first batch
     messages: int
+    batches: int = 0  # batch lines until the last
 
     @property
     def throughput(self) -> float:
@@ -416,7 +417,7 @@ def time_child(
         start_new_session=True,  # py-spy and its child stop together (see below)
     )
     assert process.stderr is not None
-    received = forwarded = 0
+    received = forwarded = batches = 0
     first = first_cpu = 0.0
     first_count = 0
     pending = b""
@@ -453,6 +454,7 @@ def time_child(
                             mark(process.pid)
                     received += int(match.group(1))
                     forwarded += int(match.group(2))
+                    batches += 1
             wall = time.perf_counter() - started
             cpu = process_cpu(process.pid)
             if mark is not None:
@@ -467,7 +469,7 @@ def time_child(
             process.wait()
     if forwarded != expected:
         raise RuntimeError(f"{forwarded} replicas forwarded, expected {expected}")
-    return Run(wall, first, cpu, first_cpu, first_count, expected)
+    return Run(wall, first, cpu, first_cpu, first_count, expected, batches)
 
 
 def _messages(count: int, prefix: str) -> list[Any]:
@@ -750,6 +752,7 @@ class Counted:
     first_count: int
     messages: int
     wall: float  # seconds to the last batch line, under callgrind
+    batches: int  # the host's batch lines (its two tasks' batches)
 
     @property
     def per_message(self) -> float:
@@ -797,7 +800,14 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
     third variant exports whenever :data:`EXPORTED_SPANS` spans are waiting (every 500
     messages; it overcounts each export's fixed cost, which a host exporting every 5 s at
     1,000 msg/s spreads over ten times as many messages). All variants run under the same
-    conditions."""
+    conditions.
+
+    Unlike the send path's count (``bench_telemetry.py --instructions``, fixed batches of
+    100), these counts vary from run to run: a receive returns 0.2 s after its first message
+    at the latest (``_further_pull_receive_timeout``, ``azure/servicebus/_servicebus_receiver.py``),
+    and under callgrind that is often after 30-40 messages, so the number of batches (printed;
+    each costs a receive, a send, the completions, a log line and two spans) varies with the
+    timing."""
     topology = write_topologies(workdir)["servicebus"]
     host = host_command(topology)
     checkouts = [("", ROOT)] + ([(" (base)", args.base.resolve())] if args.base else [])
@@ -826,7 +836,8 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
                 counts[variant.label].append(counted)
                 print(
                     f"  round {index + 1} {variant.label}: "
-                    f"{counted.per_message:,.0f} instructions/msg, {counted.wall:.0f} s",
+                    f"{counted.per_message:,.0f} instructions/msg, {counted.wall:.0f} s, "
+                    f"{counted.batches} batches",
                     file=sys.stderr,
                 )
         exports = _Sink.exports
@@ -837,14 +848,15 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
     )
     print(
         f"  {'variant':36s} {'per msg, whole run':>34s} {'per msg, steady':>34s} "
-        f"{'start-up (millions)':>28s}"
+        f"{'start-up (millions)':>28s} {'batches':>16s}"
     )
     for variant in variants:
         done = counts[variant.label]
         print(
             f"  {variant.label:36s} {spread([c.per_message for c in done], digits=0):>34s} "
             f"{spread([c.steady_per_message for c in done], digits=0):>34s} "
-            f"{spread([c.startup for c in done], 1e-6, 0):>28s}"
+            f"{spread([c.startup for c in done], 1e-6, 0):>28s} "
+            f"{spread([c.batches for c in done], digits=0):>16s}"
         )
     print("  against telemetry off, round by round:")
     for suffix, _ in checkouts:
@@ -860,6 +872,36 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
                 f"whole, {spread(steady, digits=3)}x steady; start-up "
                 f"{spread(startup, digits=0)} million more"
             )
+    fitted = {variant.label: fit_per_batch(counts[variant.label]) for variant in variants}
+    if all(fit is not None for fit in fitted.values()):
+        print(
+            f"  steady state fitted over the rounds as per message + per batch, per message at "
+            f"full batches of {BATCH} (the batching differs from run to run, see above):"
+        )
+        for suffix, _ in checkouts:
+            off_fit = fitted["local host, telemetry off" + suffix]
+            assert off_fit is not None
+            off_full = off_fit[0] + off_fit[1] / BATCH
+            for label in ("local host, telemetry off", "local host, OTLP exporter", EXPORTING):
+                fit = fitted[label + suffix]
+                assert fit is not None
+                per_message, per_batch = fit
+                full = per_message + per_batch / BATCH
+                print(
+                    f"    {label + suffix:44s} {per_message:>12,.0f} + {per_batch:>14,.0f} per "
+                    f"batch = {full:>12,.0f}  {full / off_full:6.3f}x off"
+                )
+
+
+def fit_per_batch(done: Sequence[Counted]) -> tuple[float, float] | None:
+    """Least squares of the steady instructions per message over the batches per message of
+    each round: (instructions per message, per batch), or None with fewer than three rounds
+    or one batching for all."""
+    shares = [(c.batches - 1) / (c.messages - c.first_count) for c in done]
+    if len(done) < 3 or len(set(shares)) < 2:
+        return None
+    fitted = statistics.linear_regression(shares, [c.steady_per_message for c in done])
+    return fitted.intercept, fitted.slope
 
 
 def counted_run(variant: Variant, topology: Path, messages: int, workdir: Path) -> Counted:
@@ -888,7 +930,7 @@ def counted_run(variant: Variant, topology: Path, messages: int, workdir: Path) 
     startup, steady = (_callgrind_total(dump) for dump in dumps)
     for path in workdir.glob(f"{prefix.name}.*"):
         path.unlink()
-    return Counted(startup, steady, run.first_count, messages, run.wall)
+    return Counted(startup, steady, run.first_count, messages, run.wall, run.batches)
 
 
 def _dump_callgrind(pid: int) -> None:

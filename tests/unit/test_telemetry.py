@@ -326,13 +326,15 @@ from opentelemetry import metrics
 assert configure_local_telemetry(Settings.from_environ({"REPLICATION_TELEMETRY": "console"}))
 counter = metrics.get_meter("interval-test").create_counter("interval.test")
 counter.add(1)
+print("configured", flush=True)
 time.sleep(60)  # the parent stops this process once the export is printed
 """
 
 
 def test_local_metrics_export_every_otel_metric_export_interval_when_it_is_set() -> None:
     """The standard ``OTEL_METRIC_EXPORT_INTERVAL`` wins over the local 15 s: at 100 ms the
-    console exporter prints the counter within seconds (at 15 s it would not within 10)."""
+    console exporter prints the counter within 10 s of the configuration (at 15 s it would
+    not; the child's start-up, however slow, is not part of the wait)."""
     root = Path(__file__).resolve().parents[2]
     environ = {**os.environ, "OTEL_METRIC_EXPORT_INTERVAL": "100", "PYTHONUNBUFFERED": "1"}
     child = subprocess.Popen(
@@ -347,12 +349,14 @@ def test_local_metrics_export_every_otel_metric_export_interval_when_it_is_set()
     try:
         with selectors.DefaultSelector() as selector:
             selector.register(child.stdout, selectors.EVENT_READ)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 120  # until "configured", then 10 s from it
             while b'"name": "interval.test"' not in printed and time.monotonic() < deadline:
                 if selector.select(timeout=deadline - time.monotonic()):
                     chunk = os.read(child.stdout.fileno(), 65536)
                     if not chunk:
                         break
+                    if b"configured" in chunk and b"configured" not in printed:
+                        deadline = time.monotonic() + 10
                     printed += chunk
     finally:
         child.kill()

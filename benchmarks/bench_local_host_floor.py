@@ -906,42 +906,29 @@ def fit_per_batch(done: Sequence[Counted]) -> tuple[float, float] | None:
 
 def counted_run(variant: Variant, topology: Path, messages: int, workdir: Path) -> Counted:
     """One run of ``variant`` under callgrind (see :func:`count_telemetry`)."""
+    from benchmarks._callgrind import HASH_SEED, callgrind, dump, dumped_total
     from replication.hosts.local import emulator_process
 
     prefix = workdir / f"callgrind-{uuid.uuid4().hex}"
-    command = [
-        "valgrind", "--tool=callgrind", f"--callgrind-out-file={prefix}.%p",
-        *variant.command(variant.checkout),
-    ]  # fmt: skip
+    command = callgrind(variant.command(variant.checkout), f"{prefix}.%p")
     with emulator_process(topology) as settings:
         publish_servicebus(settings, messages)
         run = time_child(
             command,
             variant.checkout,
-            {**child_environ(variant, settings), **STRETCHED_TIMERS, "PYTHONHASHSEED": "0"},
+            {**child_environ(variant, settings), **STRETCHED_TIMERS, **HASH_SEED},
             messages,
-            mark=_dump_callgrind,
+            mark=dump,
         )
     # The first dump holds the start-up, the second the steady state (each dump restarts the
     # count); the file without a number is the shutdown's, not counted.
     dumps = sorted(workdir.glob(f"{prefix.name}.*.*"), key=lambda path: int(path.suffix[1:]))
     if len(dumps) != 2:
         raise RuntimeError(f"expected two callgrind dumps, found {[d.name for d in dumps]}")
-    startup, steady = (_callgrind_total(dump) for dump in dumps)
+    startup, steady = (dumped_total(path) for path in dumps)
     for path in workdir.glob(f"{prefix.name}.*"):
         path.unlink()
     return Counted(startup, steady, run.first_count, messages, run.wall, run.batches)
-
-
-def _dump_callgrind(pid: int) -> None:
-    subprocess.run(["callgrind_control", "--dump", str(pid)], check=True, capture_output=True)
-
-
-def _callgrind_total(dump: Path) -> int:
-    found = re.search(r"^totals: (\d+)", dump.read_text(errors="replace"), re.MULTILINE)
-    if found is None:
-        raise RuntimeError(f"{dump} has no totals line")
-    return int(found.group(1))
 
 
 def _startup(over: Run, under: Run) -> float:
@@ -1292,18 +1279,12 @@ def count_functions(library: Path | None) -> None:
 
 
 def _instructions(library: Path | None, contender: str, properties: int) -> int:
-    command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-        sys.executable, __file__, "--count-contender", f"{properties}:{contender}",
-    ]  # fmt: skip
+    from benchmarks._callgrind import count_python
+
+    arguments = [__file__, "--count-contender", f"{properties}:{contender}"]
     if library is not None:
-        command += ["--library", str(library)]
-    environ = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict layouts in every process
-    finished = subprocess.run(command, env=environ, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", finished.stderr)
-    if found is None:
-        raise RuntimeError(f"callgrind printed no count: {finished.stderr[-500:]}")
-    return int(found.group(1))
+        arguments += ["--library", str(library)]
+    return count_python(arguments, os.environ)
 
 
 def run_counted_contender(spec: str) -> None:

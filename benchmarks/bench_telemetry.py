@@ -51,9 +51,7 @@ import contextlib
 import gc
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +73,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import NoOpTracerProvider
 
+from benchmarks._callgrind import count_python
 from replication.envelope import Envelope
 from replication.hosts.local import emulator_process
 from replication.planning import Target
@@ -116,18 +115,15 @@ SETTINGS_VARIABLE = "BENCH_TELEMETRY_SETTINGS"
 
 
 class OtlpEncodingExporter(SpanExporter):
-    """Encodes every exported span batch as the OTLP/HTTP exporter's request body and keeps
-    only its size: the exporter thread's real CPU work without a collector to post to."""
-
-    def __init__(self) -> None:
-        self.encoded_bytes = 0
+    """Encodes every exported span batch as the OTLP/HTTP exporter's request body and drops
+    it: the exporter thread's real CPU work without a collector to post to."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self.encoded_bytes += len(encode_spans(spans).SerializePartialToString())
+        encode_spans(spans).SerializePartialToString()
         return SpanExportResult.SUCCESS
 
     def clear(self) -> None:
-        self.encoded_bytes = 0
+        """Nothing is kept (:meth:`Workbench.flush` clears every exporter)."""
 
 
 class Workbench:
@@ -332,7 +328,7 @@ def count_instructions(
     points round by round); it weighs every instruction alike, so it is a proxy for CPU time.
     It counts every thread of the process (the batch span processor's export, here the OTLP
     encoding of the spans), not the emulator, which runs natively in its own process."""
-    environ = {**os.environ, "PYTHONHASHSEED": "0", SETTINGS_VARIABLE: json.dumps(dict(settings))}
+    environ = {**os.environ, SETTINGS_VARIABLE: json.dumps(dict(settings))}
     contexts = "one producer context" if args.shared_context else "a producer context each"
     print(
         f"TaskRunner.run to the {args.target} target, instructions per message (callgrind), "
@@ -361,18 +357,13 @@ def count_instructions(
 def _instructions(
     args: argparse.Namespace, name: str, rounds: int, environ: Mapping[str, str]
 ) -> int:
-    command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-        sys.executable, __file__, "--count-child", f"{rounds}:{name}",
+    arguments = [
+        __file__, "--count-child", f"{rounds}:{name}",
         "--target", args.target, "--batches", str(args.batches), "--size", str(args.size),
     ]  # fmt: skip
     if args.shared_context:
-        command.append("--shared-context")
-    finished = subprocess.run(command, env=environ, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", finished.stderr)
-    if found is None:
-        raise RuntimeError(f"callgrind printed no count: {finished.stderr[-500:]}")
-    return int(found.group(1))
+        arguments.append("--shared-context")
+    return count_python(arguments, environ)
 
 
 def run_counted_child(args: argparse.Namespace) -> None:

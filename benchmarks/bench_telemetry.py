@@ -1,7 +1,7 @@
 """Per-message cost of TaskRunner.run with telemetry on against off, side by side.
 
 Run: ``.venv/bin/python benchmarks/bench_telemetry.py [--batches N] [--size S] [--rounds R]
-[--target memory|emulator] [--split] [--instructions]``.
+[--target memory|emulator] [--split] [--options] [--instructions]``.
 Three configurations of the same runner over the same batches (an all-active task, every
 message with its own producer span's ``traceparent`` (as the SDKs write one span per message)
 and an enqueue time, sent to the in-memory target,
@@ -22,6 +22,11 @@ batch spans in ten are not recorded, so neither their links nor their export cos
 it then prints what the OTLP exporter's thread spends encoding one round's spans, per message,
 the batch sensor's own work with SDK traces (no runner, no sender), and ``Histogram.record``'s
 cost by attribute count and exemplar filter.
+
+With ``--options``, four more configurations measure the README's telemetry options (Telemetry
+-> Overhead), each of which reports less than the library does and so awaits a decision: the
+lag with only its task and target attributes (``lag 2 attrs``), one lag observation per send
+call, its oldest replica's (``lag per send``), and each of those with 10 % of traces sampled.
 
 With ``--target emulator`` the replicas go to the local emulator through the real Service Bus
 sender instead (``python -m emulator`` in its own process, the two-region example), so the
@@ -57,6 +62,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -110,8 +116,47 @@ def batches(count: int, size: int, *, shared: bool = False) -> list[list[Envelop
 
 CONFIGURATIONS = ("off", "api only", "sdk")
 SPLIT_CONFIGURATIONS = ("sdk metrics", "sdk traces", "sdk 10% traces")
+OPTION_CONFIGURATIONS = (
+    "lag 2 attrs",
+    "lag 2 attrs, 10% traces",
+    "lag per send",
+    "lag per send, 10% traces",
+)
+"""``--options``: the README's telemetry options (Telemetry -> Overhead), which report less
+than the library does, measured instead of estimated (:class:`OptionTelemetry`)."""
 SETTINGS_VARIABLE = "BENCH_TELEMETRY_SETTINGS"
 """How a counted child gets the emulator's app settings (JSON) from the parent."""
+
+
+class OptionTelemetry(TaskTelemetry):
+    """What one of the README's telemetry options would record, for measuring it: the lag with
+    only its task and target attributes (``two_attributes``), and/or one lag observation per
+    send call, its oldest replica's (``per_send``). Everything else is recorded as the library
+    records it. This is not the library's behaviour (it reports less, and changes what the
+    telemetry tests assert): a measurement of proposals awaiting a decision, which replaces
+    :class:`TaskTelemetry`'s private ``_record_lag``."""
+
+    def __init__(self, task: str, *, two_attributes: bool, per_send: bool, **kwargs: Any) -> None:
+        super().__init__(task, **kwargs)
+        self._two_attributes = two_attributes
+        self._per_send = per_send
+        self._lag_attributes: dict[str, dict[str, str]] = {}
+
+    def _record_lag(self, attributes: Mapping[str, str], enqueued: Sequence[float | None]) -> None:
+        if self._two_attributes:
+            target = attributes.get(TARGET, "")
+            lag_attributes = self._lag_attributes.get(target)
+            if lag_attributes is None:
+                lag_attributes = self._lag_attributes[target] = {
+                    key: attributes[key] for key in (TASK, TARGET) if key in attributes
+                }
+            attributes = lag_attributes
+        if not self._per_send:
+            super()._record_lag(attributes, enqueued)
+            return
+        known = [when for when in enqueued if when is not None]
+        if known:
+            self._lag.record(max(0.0, time.time() - min(known)), attributes)
 
 
 class OtlpEncodingExporter(SpanExporter):
@@ -159,20 +204,27 @@ class Workbench:
             return TaskTelemetry(self.task.name, enabled=False)
         if name == "api only":
             return TaskTelemetry(self.task.name)
-        return TaskTelemetry(
-            self.task.name,
-            source_namespace="weu",
-            source_entity="orders",
-            systems={"weu": "servicebus", "neu": "servicebus"},
-            meter_provider=NoOpMeterProvider() if name == "sdk traces" else self.meters,
-            tracer_provider=(
+        sdk: dict[str, Any] = {
+            "source_namespace": "weu",
+            "source_entity": "orders",
+            "systems": {"weu": "servicebus", "neu": "servicebus"},
+            "meter_provider": NoOpMeterProvider() if name == "sdk traces" else self.meters,
+            "tracer_provider": (
                 NoOpTracerProvider()
                 if name == "sdk metrics"
                 else self.sampled
-                if name == "sdk 10% traces"
+                if name.endswith("10% traces")
                 else self.tracers
             ),
-        )
+        }
+        if name in OPTION_CONFIGURATIONS:
+            return OptionTelemetry(
+                self.task.name,
+                two_attributes=name.startswith("lag 2 attrs"),
+                per_send=name.startswith("lag per send"),
+                **sdk,
+            )
+        return TaskTelemetry(self.task.name, **sdk)
 
     def one_round(self, name: str) -> tuple[float, float]:
         """Wall time and CPU time (this process, all threads) per message."""
@@ -231,6 +283,11 @@ def main() -> None:
         help="also the SDK's metrics alone and its traces alone (where the SDK's cost is)",
     )
     parser.add_argument(
+        "--options",
+        action="store_true",
+        help="also the README's telemetry options, which report less (OptionTelemetry)",
+    )
+    parser.add_argument(
         "--instructions",
         action="store_true",
         help="count instructions per message under valgrind's callgrind instead of timing",
@@ -244,7 +301,11 @@ def main() -> None:
     parser.add_argument("--count-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    names = CONFIGURATIONS + (SPLIT_CONFIGURATIONS if args.split else ())
+    names = (
+        CONFIGURATIONS
+        + (SPLIT_CONFIGURATIONS if args.split else ())
+        + (OPTION_CONFIGURATIONS if args.options else ())
+    )
     if args.count_child:
         run_counted_child(args)
         return
@@ -303,7 +364,7 @@ def time_rounds(args: argparse.Namespace, names: Sequence[str], bench: Workbench
             )
             median = statistics.median(ratios)
             print(
-                f"  {name:14s} {statistics.median(times) * 1e6:8.2f} us/message "
+                f"  {name:24s} {statistics.median(times) * 1e6:8.2f} us/message "
                 f"({times[0] * 1e6:.2f}-{times[-1] * 1e6:.2f})  "
                 f"{median:5.3f}x off ({ratios[0]:.3f}-{ratios[-1]:.3f}, "
                 f"median {(median - 1) * 100:+.1f} %)"
@@ -348,7 +409,7 @@ def count_instructions(
             per_message[name] = spent / (COUNTED_ROUNDS * args.batches * args.size)
             ratio = per_message[name] / per_message[names[0]]
             print(
-                f"  {name:14s} {per_message[name]:>12,.0f} instructions/message  "
+                f"  {name:24s} {per_message[name]:>12,.0f} instructions/message  "
                 f"{ratio:6.3f}x off ({(ratio - 1) * 100:+.1f} %)",
                 flush=True,
             )

@@ -320,8 +320,11 @@ class TaskTelemetry:
         if counted is None:
             counted = self._forwarded_attributes[target] = {**attributes, OUTCOME: FORWARDED}
         self._messages.add(len(enqueued), counted)
-        # One observation per replica (the histogram's count is the replicas forwarded); one
-        # clock reading and one attribute set for all of them.
+        self._record_lag(attributes, enqueued)
+
+    def _record_lag(self, attributes: Mapping[str, str], enqueued: Sequence[float | None]) -> None:
+        """One lag observation per replica (the histogram's count is the replicas forwarded);
+        one clock reading and one attribute set for all of them."""
         now = time.time()
         record = self._lag.record
         for when in enqueued:

@@ -324,7 +324,8 @@ class TaskTelemetry:
 
     def _record_lag(self, attributes: Mapping[str, str], enqueued: Sequence[float | None]) -> None:
         """One lag observation per replica (the histogram's count is the replicas forwarded);
-        one clock reading and one attribute set for all of them."""
+        one clock reading and one attribute set for all of them. ``benchmarks/bench_telemetry.py
+        --options`` replaces this method to measure options that record less."""
         now = time.time()
         record = self._lag.record
         for when in enqueued:

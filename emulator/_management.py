@@ -3,12 +3,16 @@
 The SDKs send these as AMQP messages whose ``operation`` application property names the
 operation and whose body is a map; the reply carries ``statusCode`` and, on success, a map.
 Each handler here takes the broker, the entity path and the request body and returns
-``(status, reply body)``: 200 with a body, 204 for "nothing found", 404 for an unknown entity,
-410 for a lock that is gone (what the SDK turns into ``MessageLockLostError``). A handler
-that must name the error raises :class:`ManagementError`; the reply then carries its
+``(status, reply body)``: 200 with a body, 204 for "nothing found", 404 for an unknown entity.
+A handler that must name the error raises :class:`ManagementError`; the reply then carries its
 ``errorCondition``, which the SDK maps to its exception classes
 (``_common/mgmt_handlers.py``, ``_ERROR_CODE_TO_ERROR_MAPPING`` in
-``_transport/_pyamqp_transport.py``).
+``_transport/_pyamqp_transport.py``); without one the SDK raises a bare ``ServiceBusError``
+("Service request failed. Status Code: 410."). A lock that is gone (expired, or its message
+already settled) is 410 with ``com.microsoft:message-lock-lost``, as Service Bus answers it
+(``MessageLockLostError``; .NET's ``RenewMessageLockAsync``: "The lock for the message has
+expired or the message has already been completed. The Reason will be set to
+MessageLockLost").
 
 Session operations (``session-id`` in the request) act on a session that a receiver holds
 locked: a session that is not (its lock expired or was never taken) fails with
@@ -45,6 +49,13 @@ _ACTIVE_SESSIONS_SENTINEL_MS = 253_402_300_799_000
 track-1 Java SDK's ``SessionBrowser.MAXDATE`` sends 10000-01-01) asks
 ``get-message-sessions`` for the sessions with active messages rather than those whose state
 changed after it."""
+
+
+MESSAGE_LOCK_LOST = "com.microsoft:message-lock-lost"
+LOCK_LOST_DESCRIPTION = (
+    "The lock supplied is invalid. Either the lock expired, or the message has already been "
+    "removed from the queue."
+)
 
 
 class ManagementError(Exception):
@@ -175,7 +186,7 @@ def renew_lock(broker: Broker, entity: str, body: Any) -> Reply:
     for token in elements(_field(body, "lock-tokens")):
         until = receivable.renew(uuid.UUID(str(token)), now)
         if until is None:
-            return 410, None
+            raise ManagementError(410, MESSAGE_LOCK_LOST, LOCK_LOST_DESCRIPTION)
         expirations.append(timestamp(int(until * 1000)))
     return 200, {"expirations": expirations}
 
@@ -252,7 +263,7 @@ def update_disposition(broker: Broker, entity: str, body: Any) -> Reply:
             description=text(description),
         )
         if not settled:
-            return 410, None
+            raise ManagementError(410, MESSAGE_LOCK_LOST, LOCK_LOST_DESCRIPTION)
     return 200, {}
 
 

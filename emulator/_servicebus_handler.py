@@ -35,7 +35,13 @@ from ._links import (
     remote_filter,
     state_of,
 )
-from ._management import OPERATIONS, SENDING_OPERATIONS, ManagementError
+from ._management import (
+    LOCK_LOST_DESCRIPTION,
+    MESSAGE_LOCK_LOST,
+    OPERATIONS,
+    SENDING_OPERATIONS,
+    ManagementError,
+)
 from ._message import BrokerMessage
 from ._persistence import restore_servicebus, servicebus_state
 from ._servicebus import (
@@ -269,20 +275,21 @@ class ServiceBusHandler:
             return
         state = delivery.remote_state
         entity, now = receiver.entity, self.broker.clock()
+        applied = True
         if state == Delivery.ACCEPTED:
-            entity.settle(token, Settlement.COMPLETE, now)
+            applied = entity.settle(token, Settlement.COMPLETE, now)
         elif state == Delivery.RELEASED:
-            entity.settle(token, Settlement.RELEASE, now)
+            entity.settle(token, Settlement.RELEASE, now)  # a gone lock has nothing to release
         elif state == Delivery.MODIFIED:
             remote = delivery.remote
             outcome = Settlement.DEFER if remote.undeliverable else Settlement.ABANDON
-            entity.settle(token, outcome, now)
+            applied = entity.settle(token, outcome, now)
             delivery.local.failed = remote.failed
             delivery.local.undeliverable = remote.undeliverable
         elif state == Delivery.REJECTED:
             condition = delivery.remote.condition
             info = dict(condition.info or {}) if condition is not None else {}
-            entity.settle(
+            applied = entity.settle(
                 token,
                 Settlement.DEAD_LETTER,
                 now,
@@ -291,6 +298,13 @@ class ServiceBusHandler:
                     info.get(_DEAD_LETTER_DESCRIPTION, info.get(DEAD_LETTER_DESCRIPTION))
                 ),
             )
+        if not applied:
+            # The lock expired (the message went back) or the message was settled already:
+            # Service Bus rejects the settlement with message-lock-lost, which the SDK raises
+            # as MessageLockLostError (``check_disposition_outcome``, _pyamqp/receiver.py).
+            delivery.local.condition = amqp_error(MESSAGE_LOCK_LOST, LOCK_LOST_DESCRIPTION)
+            finish(delivery, Delivery.REJECTED)
+            return
         finish(delivery, state)
 
     # ------------------------------------------------------------ management

@@ -15,9 +15,15 @@ messages it finds there. :class:`EntityConsumer` is that application, with the S
 
 A message the SDK delivers but the converter cannot read faithfully is still completed and
 counted, as an envelope with its MessageId and nothing else (logged at WARNING): a consumer that
-counts must not stop at one odd message. Errors of the SDK propagate (these consumers serve
-local runs and tests, not replication, which has its own receive loops in
-:mod:`replication.transport.servicebus` (``_loops``)).
+counts must not stop at one odd message. Neither does a completion that fails with a lost lock
+(``MessageLockLostError``): when the broker does not confirm a settlement on the receive link in
+time, or the link goes, the SDK settles again over the management link
+(``_settle_message`` in ``azure/servicebus/_servicebus_receiver.py``), and a lock that is gone
+there means either that the first settlement was applied or that the lock expired and the
+message will come back. The message is counted once either way: counted now, and its sequence
+number kept, so that if it comes back it is completed without being counted again. Other errors
+of the SDK propagate (these consumers serve local runs and tests, not replication, which has its
+own receive loops in :mod:`replication.transport.servicebus` (``_loops``)).
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from azure.servicebus import (
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
 )
-from azure.servicebus.exceptions import OperationTimeoutError
+from azure.servicebus.exceptions import MessageLockLostError, OperationTimeoutError
 
 from replication.envelope import Envelope
 from replication.exceptions import MessageRejectedError
@@ -78,6 +84,8 @@ class EntityConsumer:
         self._clients: list[ServiceBusClient] = []
         self._sessions = sessions
         self._receiver: ServiceBusReceiver | None = None
+        self._unsure: set[int] = set()
+        """Sequence numbers of messages counted although completing them lost the lock."""
 
     def take(self, wait: float = 1.0) -> list[Envelope]:
         """Every message that arrives until a receive waits ``wait`` seconds for nothing, in
@@ -138,9 +146,31 @@ class EntityConsumer:
                 if self._fails is not None and self._fails(envelope):
                     receiver.abandon_message(message)
                     continue
-                receiver.complete_message(message)
-                taken.append(envelope)
+                if self._complete(receiver, message):
+                    taken.append(envelope)
         return taken
+
+    def _complete(self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage) -> bool:
+        """Complete ``message``; whether to count it: not when it was counted before, when
+        completing it lost the lock (see the module docstring)."""
+        number = message.sequence_number
+        counted = number in self._unsure
+        try:
+            receiver.complete_message(message)
+        except MessageLockLostError:
+            logger.warning(
+                "%s: completing message %s (sequence number %s) lost its lock: it was completed "
+                "already or it will come back; counted once either way",
+                self.ref.describe(),
+                message.message_id,
+                number,
+            )
+            if number is not None:
+                self._unsure.add(number)
+            return not counted
+        if number is not None:
+            self._unsure.discard(number)
+        return not counted
 
     def close(self) -> None:
         if self._receiver is not None:

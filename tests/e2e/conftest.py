@@ -59,6 +59,7 @@ def region(name: str) -> dict[str, Any]:
                 for kind in ("char", "decimal64", "decimal128")
             ),
             {"Name": "locks", "Properties": {"LockDuration": "PT5S"}},
+            {"Name": "lost-locks", "Properties": {"LockDuration": "PT2S"}},
             {"Name": "scheduled", "Properties": dict(QUEUE_PROPERTIES)},
             {"Name": "deferred", "Properties": dict(QUEUE_PROPERTIES)},
             # Redrive (test_redrive.py): two tasks' sources, a third that re-parks, their shared

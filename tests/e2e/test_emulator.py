@@ -15,6 +15,7 @@ from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerCl
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import (
+    MessageLockLostError,
     MessageSizeExceededError,
     ServiceBusAuthenticationError,
     ServiceBusConnectionError,
@@ -118,6 +119,34 @@ def test_lock_expiry_redelivers_with_a_higher_delivery_count(client: Any) -> Non
     time.sleep(5.5)
     (again,) = _drain(client, "locks")
     assert (again.message_id, again.delivery_count) == ("lock-2", 1)
+
+
+def test_settling_or_renewing_a_lost_lock_raises_message_lock_lost(client: Any) -> None:
+    """A lock that expired fails every settlement with ``com.microsoft:message-lock-lost``, as
+    Service Bus answers it: on the receive link (a rejected outcome) and on the management
+    link (status 410 with that condition; a deferred message is always settled there), which
+    the SDK raises as ``MessageLockLostError`` rather than a bare ``ServiceBusError``."""
+    with client.get_queue_sender("lost-locks") as sender:
+        sender.send_messages([ServiceBusMessage(b"x", message_id=f"lost-{n}") for n in range(3)])
+    with client.get_queue_receiver("lost-locks", max_wait_time=3) as receiver:
+        received: list[Any] = []
+        while len(received) < 3:
+            received += receiver.receive_messages(max_message_count=3, max_wait_time=3)
+        completed, renewed, deferred = sorted(received, key=lambda m: m.message_id)
+        receiver.defer_message(deferred)
+        (held,) = receiver.receive_deferred_messages([deferred.sequence_number])
+        time.sleep(2.6)  # past the 2 s locks
+        with pytest.raises(MessageLockLostError):
+            receiver.complete_message(completed)
+        with pytest.raises(MessageLockLostError):
+            receiver.renew_message_lock(renewed)
+        with pytest.raises(MessageLockLostError):
+            receiver.complete_message(held)
+    back = _drain(client, "lost-locks")
+    assert sorted((m.message_id, m.delivery_count) for m in back) == [
+        ("lost-0", 1),
+        ("lost-1", 1),
+    ]
 
 
 def test_duplicate_detection_drops_a_resent_message_id(client: Any) -> None:

@@ -21,7 +21,8 @@ time, or the link goes, the SDK settles again over the management link
 (``_settle_message`` in ``azure/servicebus/_servicebus_receiver.py``), and a lock that is gone
 there means either that the first settlement was applied or that the lock expired and the
 message will come back. The message is counted once either way: counted now, and its sequence
-number kept, so that if it comes back it is completed without being counted again. Other errors
+number kept, so that if it comes back it is completed without being counted again (abandoning a
+message whose lock is gone needs nothing: it comes back, or was given back already). Other errors
 of the SDK propagate (these consumers serve local runs and tests, not replication, which has its
 own receive loops in :mod:`replication.transport.servicebus` (``_loops``)).
 """
@@ -29,6 +30,7 @@ own receive loops in :mod:`replication.transport.servicebus` (``_loops``)).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -144,7 +146,9 @@ class EntityConsumer:
             for message in batch:
                 envelope = _readable(message, self.ref)
                 if self._fails is not None and self._fails(envelope):
-                    receiver.abandon_message(message)
+                    # A lost lock: it comes back all the same, which is what abandoning is for.
+                    with contextlib.suppress(MessageLockLostError):
+                        receiver.abandon_message(message)
                     continue
                 if self._complete(receiver, message):
                     taken.append(envelope)

@@ -622,7 +622,9 @@ def _settle_batch(
 
 def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *args: str) -> None:
     """Complete, abandon or dead-letter; a failure (lock lost, connection dropped) leaves the
-    message to the broker, which redelivers it when its lock expires."""
+    message to the broker, which redelivers it when its lock expires. A lost lock can also
+    mean that the settlement went through: the SDK settles again over the management link when
+    the receive link does not confirm one in time, and that finds the lock gone."""
     try:
         if args:
             action(message, reason=args[0], error_description=args[1])
@@ -630,7 +632,8 @@ def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *ar
             action(message)
     except (ServiceBusError, ValueError) as error:
         logger.warning(
-            "cannot settle message %s (the broker redelivers it): %s",
+            "cannot settle message %s (the broker redelivers it, unless an unconfirmed "
+            "settlement went through): %s",
             message.sequence_number,
             describe(error),
         )

@@ -321,6 +321,11 @@ class Variant:
     environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
+TELEMETRY_OFF = "local host, telemetry off"
+OTLP_EXPORTER = "local host, OTLP exporter"
+"""The telemetry variants' labels (they key the figures that compare them)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
     """One child process's figures."""
@@ -672,7 +677,7 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
                 if kind == "servicebus":
                     found.append(
                         Variant(
-                            "local host, telemetry off" + suffix,
+                            TELEMETRY_OFF + suffix,
                             kind,
                             host,
                             checkout,
@@ -681,7 +686,7 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
                     )
                     found.append(
                         Variant(
-                            "local host, OTLP exporter" + suffix,
+                            OTLP_EXPORTER + suffix,
                             kind,
                             host,
                             checkout,
@@ -723,8 +728,8 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
         if kind == "servicebus":
             by_label = {v.label: runs[f"{kind}/{v.label}"] for v in variants[kind]}
             for suffix, _ in checkouts:
-                off = by_label["local host, telemetry off" + suffix]
-                otlp = by_label["local host, OTLP exporter" + suffix]
+                off = by_label[TELEMETRY_OFF + suffix]
+                otlp = by_label[OTLP_EXPORTER + suffix]
                 pairs = {"off": off, "otlp": otlp}
                 print(
                     f"  telemetry{suffix}: OTLP exporter against off: "
@@ -816,8 +821,8 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
             Variant(label + suffix, "servicebus", host, checkout, environ)
             for suffix, checkout in checkouts
             for label, environ in (
-                ("local host, telemetry off", {"REPLICATION_TELEMETRY": "off"}),
-                ("local host, OTLP exporter", {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}),
+                (TELEMETRY_OFF, {"REPLICATION_TELEMETRY": "off"}),
+                (OTLP_EXPORTER, {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}),
                 (
                     EXPORTING,
                     {
@@ -860,8 +865,8 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
         )
     print("  against telemetry off, round by round:")
     for suffix, _ in checkouts:
-        off = counts["local host, telemetry off" + suffix]
-        for label in ("local host, OTLP exporter", EXPORTING):
+        off = counts[TELEMETRY_OFF + suffix]
+        for label in (OTLP_EXPORTER, EXPORTING):
             otlp = counts[label + suffix]
             pairs = list(zip(otlp, off, strict=True))
             whole = [a.per_message / b.per_message for a, b in pairs]
@@ -879,10 +884,10 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
             f"full batches of {BATCH} (the batching differs from run to run, see above):"
         )
         for suffix, _ in checkouts:
-            off_fit = fitted["local host, telemetry off" + suffix]
+            off_fit = fitted[TELEMETRY_OFF + suffix]
             assert off_fit is not None
             off_full = off_fit[0] + off_fit[1] / BATCH
-            for label in ("local host, telemetry off", "local host, OTLP exporter", EXPORTING):
+            for label in (TELEMETRY_OFF, OTLP_EXPORTER, EXPORTING):
                 fit = fitted[label + suffix]
                 assert fit is not None
                 per_message, per_batch = fit
@@ -1066,7 +1071,7 @@ def run_profiles(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) 
             if kind == "servicebus":
                 variants.append(
                     Variant(
-                        "local host, OTLP exporter",
+                        OTLP_EXPORTER,
                         kind,
                         host_command(topologies[kind]),
                         ROOT,

@@ -47,6 +47,7 @@ OUTPUTS = (
     "missing",
     "loops",
     "stream_unique",
+    "stream_sink",
     "stream_checkpoint",
     "report.html",
     "report.json",
@@ -55,8 +56,11 @@ OUTPUTS = (
 (``report.json``, the mark of a complete audit, last). An output an audit did not write this time
 (no missing messages: no ``missing/``) is removed, so nothing of an earlier audit is left."""
 
-SCRATCH = ("stream_checkpoint",)
-"""Outputs only the audit itself reads: left in the staging folder, removed with it."""
+SCRATCH = ("stream_sink", "stream_checkpoint")
+"""Outputs only the audit itself reads, left in the staging folder and removed with it: the
+streaming query's checkpoint, and its file sink, whose ``_spark_metadata`` log names its files
+by absolute path and so cannot be moved (``stream_unique/`` is written from it as plain
+Parquet)."""
 COMPLETE_MARK = "report.json"
 STAGING_PREFIX = "_audit-incomplete-"
 

@@ -558,15 +558,15 @@ def _stream(
 ) -> None:
     """``--streaming``: deduplicate with Structured Streaming into ``stream_unique/`` and reduce
     that to ``unique/``; the report gets the stream's figures."""
-    stream_output = output.path("stream_unique")
+    sink = output.path("stream_sink")
     # A fresh checkpoint in the staging folder (classic) or the new output folder (Connect):
     # each audit streams its inputs from the start, never resuming after an earlier run's files.
     checkpoint = output.path("stream_checkpoint")
     stats = deduplicate_stream(
-        spark, args.inputs, args.format, args.stream_watermark.spark_interval,
-        stream_output, checkpoint,
-    )  # fmt: skip
-    streamed = spark.read.parquet(stream_output)
+        spark, args.inputs, args.format, args.stream_watermark.spark_interval, sink, checkpoint
+    )
+    streamed = spark.read.parquet(sink)
+    write_parquet(streamed, output.path("stream_unique"))
     extra = streamed.count() - streamed.select(MESSAGE_ID).distinct().count()
     result.report["late_records"] = extra + stats.dropped_by_watermark
     result.report["streaming"] = {

@@ -45,6 +45,11 @@ SUFFIXES = {
     "capture": (".avro",),
 }
 """The file names each ``--format`` reads; any other file in an input folder is foreign."""
+FORMAT_NAMES = {
+    "json": "a JSON-lines",
+    "parquet": "a Parquet",
+    "capture": "an Event Hubs Capture (Avro)",
+}
 
 _CAPTURE_NAME = re.compile(r"(?:^|/)(\d{4})/(\d{2})/(\d{2})/(\d{2})/(\d{2})/(\d{2})\.avro$")
 _HOURLY = re.compile(r"(?:^|/)(\d{4})/(\d{2})/(\d{2})/(\d{2})/(?:[^/]+/)*[^/]+$")
@@ -132,7 +137,7 @@ def select_files(
     for entry in entries:
         if not entry.relative.lower().endswith(suffixes):
             raise SelectionError(
-                f"region {region}: {entry.uri} is not a {fmt} capture file (expected names "
+                f"region {region}: {entry.uri} is not {FORMAT_NAMES[fmt]} file (expected names "
                 f"ending in {', '.join(suffixes)}); move it out of {folder}"
             )
         if not window.bounded:

@@ -44,6 +44,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(_HERE.parents[1] if _INSTALLED else _HERE.parent))
     __package__ = "replication.audit" if _INSTALLED else "spark"
 
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -453,22 +454,44 @@ def start_session(args: argparse.Namespace) -> SparkSession:
         builder = builder.master(args.master)
     if not remote and not sys.stderr.isatty():  # progress bars only where someone watches them
         builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if remote:
+        _reach_connect_server(remote)
+    return builder.getOrCreate()
+
+
+CONNECT_TIMEOUT_SECONDS = 30.0
+"""How long ``--remote`` waits for its server's channel before giving up (the client itself
+connects lazily and retries an absent server for minutes, inside the first query)."""
+
+
+def _reach_connect_server(remote: str) -> None:
+    """Open the gRPC channel to ``remote`` the way the client will (pyspark's own builder of
+    ``sc://`` URLs, TLS and token included) and wait until it is ready.
+
+    Raises:
+        SessionError: the client's dependencies are missing, or no server answers in time.
+    """
     try:
-        spark = builder.getOrCreate()
-        if remote:
-            # The client connects lazily: ask the server something so that an absent one is
-            # this one-line error, not a traceback from the first read.
-            spark.conf.get("spark.master", None)
+        import grpc
+        from pyspark.sql.connect.client.core import DefaultChannelBuilder
     except ImportError as error:
         raise SessionError(
             f"--remote {remote}: the Spark Connect client needs pyspark's connect dependencies "
             f"(pip install 'pyspark[connect]'): {one_line(error)}"
         ) from None
-    except Exception as error:  # grpc's errors, as PySpark wraps them
+    try:
+        channel = DefaultChannelBuilder(remote).toChannel()
+    except Exception as error:  # a malformed URL: PySparkValueError
+        raise SessionError(f"--remote {remote}: {one_line(error)}") from None
+    try:
+        grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT_SECONDS)
+    except grpc.FutureTimeoutError:
         raise SessionError(
-            f"--remote {remote}: no Spark Connect server answers there ({one_line(error)})"
+            f"--remote {remote}: no Spark Connect server answered within "
+            f"{CONNECT_TIMEOUT_SECONDS:g} s"
         ) from None
-    return spark
+    finally:
+        channel.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -533,12 +556,27 @@ def run(args: argparse.Namespace) -> int:
         output.abort()
         logger.error("%s", error)
         return ExitCode.CONFIGURATION
+    except Exception as error:
+        output.abort()
+        if not _is_spark_error(error):
+            raise
+        # A file that is not what its name says, storage that fails mid-job: Spark's error,
+        # in one line (its stack trace at DEBUG).
+        logger.debug("the audit failed", exc_info=True)
+        logger.error("the audit failed while Spark read or wrote data: %s", one_line(error))
+        return ExitCode.CONFIGURATION
     except BaseException:
         output.abort()
         raise
     logger.info("wrote %s", args.output)
     print(json.dumps(result.report, indent=2))
     return ExitCode.OK
+
+
+def _is_spark_error(error: BaseException) -> bool:
+    """Whether ``error`` came from Spark's side: PySpark's own errors (a job's failure, the
+    Connect server's answers) or a Java exception through the classic session's gateway."""
+    return isinstance(error, PySparkException) or type(error).__name__ == "Py4JJavaError"
 
 
 def _within(window: Window, margin: timedelta) -> Column:

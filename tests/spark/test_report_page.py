@@ -91,10 +91,10 @@ def number(text: str) -> float:
     return sign * sum(float(value) * UNITS[unit] for value, unit in parts)
 
 
-def leaves(value: Any, path: str = "") -> dict[str, float]:
+def leaves(value: Any, path: str = "") -> dict[str, Any]:
     """report.json's numbers by dotted path."""
     if isinstance(value, dict):
-        found: dict[str, float] = {}
+        found: dict[str, Any] = {}
         for key, inner in value.items():
             found |= leaves(inner, f"{path}.{key}" if path else key)
         return found

@@ -34,7 +34,7 @@ setup(
         "replication.scaffold": ["template/*"],
         "replication.examples": ["*.json"],
         "replication.infra": ["*.bicep", "workbook.json", "modules/*.bicep", "scripts/*.sh"],
-        "replication.audit": ["README.md"],
+        "replication.audit": ["README.md", "jobs/*.json"],
         "replication.emulator": ["README.md"],
     },
     # Data files are read from the installed folder (Bicep modules reference each other by

@@ -38,11 +38,15 @@ from typing import Any
 
 if __package__ in (None, ""):
     # Run as a file (spark-submit .../dedup_audit.py): import it as the package it is part of,
-    # ``replication.audit`` where the wheel installed it, ``spark`` in a checkout.
+    # ``replication.audit`` where the wheel installed it, ``spark`` in a checkout; a copy of
+    # this file alone (a Synapse job definition's ``file``) uses the ``replication.audit`` of
+    # the wheel shipped beside it (``--py-files``).
     _HERE = Path(__file__).resolve().parent
     _INSTALLED = _HERE.name == "audit" and _HERE.parent.name == "replication"
-    sys.path.insert(0, str(_HERE.parents[1] if _INSTALLED else _HERE.parent))
-    __package__ = "replication.audit" if _INSTALLED else "spark"
+    _CHECKOUT = not _INSTALLED and (_HERE / "_audit.py").is_file()
+    if _INSTALLED or _CHECKOUT:
+        sys.path.insert(0, str(_HERE.parents[1] if _INSTALLED else _HERE.parent))
+    __package__ = "spark" if _CHECKOUT else "replication.audit"
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession

@@ -126,8 +126,9 @@ class SparkAudit:
 def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     """The audit's figures, one line per region and region pair."""
     lines = [
-        f"  {region:<6} {figures['records']:>6} records, "
-        f"{figures['in_region_duplicates']} duplicates, {figures['missing']} missing"
+        f"  {region:<6} {figures['records']:>6} copies, "
+        f"{figures['expected_replicas']} expected replicas, "
+        f"{figures['unexpected_duplicates']} unexpected duplicates, {figures['missing']} missing"
         for region, figures in report["regions"].items()
     ]
     lines += [
@@ -140,12 +141,13 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
 def summary_lines(report: Mapping[str, Any]) -> list[str]:
     """The audit's figures in two lines (the showcase prints them under its table)."""
     regions = report["regions"]
-    duplicates = sum(r["in_region_duplicates"] for r in regions.values())
     lags = [lag["p50"] for lag in report["lag_seconds"].values()]
     lag = f"{min(lags):.2f} to {max(lags):.2f} s" if lags else "-"
+    # Replicas are copies, not duplicates: the words of the report page (spark/_html.py).
     return [
-        f"  {report['total_records']} records of {report['unique_messages']} messages in "
-        f"{len(regions)} regions ({', '.join(regions)}): {duplicates} duplicates in a region, "
+        f"  {report['total_records']} copies read of {report['unique_messages']} messages in "
+        f"{len(regions)} regions ({', '.join(regions)}): {report['expected_replicas']} expected "
+        f"replicas, {report['unexpected_duplicates']} unexpected duplicates, "
         f"{report['missing_total']} missing, {report['loops']} loops",
         f"  lag p50 per region pair {lag}",
     ]

@@ -255,7 +255,9 @@ class Summary:
 
     @property
     def first_key(self) -> Column:
-        return F.least(*[F.col(f"k{index}") for index in self.regions.numbers])
+        keys = [F.col(f"k{index}") for index in self.regions.numbers]
+        # least() takes two columns or more: an audit of one region has one key.
+        return F.least(*keys) if len(keys) > 1 else keys[0]
 
     @property
     def first_region(self) -> Column:

@@ -102,9 +102,10 @@ def _wait(what: str, ready: object, engine: Engine) -> None:
 
 
 @contextmanager
-def standalone_cluster(work: Path, workers: int = 2) -> Iterator[Engine]:
-    """A master and ``workers`` workers of one core each; yields ``spark://host:port`` once every
-    worker has registered (the master's JSON status page says so)."""
+def standalone_cluster(work: Path, workers: int = 2, memory: str = "1g") -> Iterator[Engine]:
+    """A master and ``workers`` workers of one core and ``memory`` each; yields
+    ``spark://host:port`` once every worker has registered (the master's JSON status page says
+    so). Also what ``benchmarks/bench_spark_audit.py --engines standalone`` times on."""
     work.mkdir(parents=True, exist_ok=True)
     environment = spark_environment()
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
@@ -122,7 +123,7 @@ def standalone_cluster(work: Path, workers: int = 2) -> Iterator[Engine]:
         engine.processes.append(
             _start(
                 [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                 "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                 "--cores", "1", "--memory", memory, "--webui-port", str(free_port()),
                  "--work-dir", str(work / f"worker-{index}"), url],
                 work / f"worker-{index}.log", environment,
             )

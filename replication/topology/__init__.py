@@ -52,7 +52,10 @@ from ._outage import (
 )
 from ._sessions import carries_session_ids, requires_session
 from ._specs import (
+    CAPTURE_NAME_FORMAT,
     DEFAULT_CONSUMER_GROUP,
+    STORAGE_BLOB_DATA_CONTRIBUTOR,
+    CaptureSpec,
     EntityRef,
     EventHubSpec,
     HeartbeatSpec,
@@ -68,6 +71,7 @@ from ._topology import Topology
 
 __all__ = [
     "ALERT_WINDOWS",
+    "CAPTURE_NAME_FORMAT",
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
     "HEARTBEAT_PARTITIONS",
@@ -75,7 +79,9 @@ __all__ = [
     "HEARTBEAT_STATUS",
     "HEARTBEAT_STATUS_GROUP",
     "PARKING_QUEUE",
+    "STORAGE_BLOB_DATA_CONTRIBUTOR",
     "TOPOLOGY_SETTING",
+    "CaptureSpec",
     "EntityRef",
     "EventHubSpec",
     "HeartbeatPath",

@@ -21,6 +21,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from replication.durations import Duration
 from replication.rules import SpecModel
 
 # The window sizes a log alert rule accepts (as infra/modules/monitoring.bicep maps them).
@@ -33,10 +34,10 @@ _EMAIL = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 class MonitoringSpec(SpecModel):
     """Alert thresholds (see the module docstring for the keys and defaults)."""
 
-    lag_threshold: Annotated[timedelta, Field(gt=timedelta(0))] = timedelta(minutes=5)
-    heartbeat_max_age: Annotated[timedelta, Field(gt=timedelta(0))] = timedelta(minutes=10)
+    lag_threshold: Annotated[Duration, Field(gt=timedelta(0))] = timedelta(minutes=5)
+    heartbeat_max_age: Annotated[Duration, Field(gt=timedelta(0))] = timedelta(minutes=10)
     parked_threshold: Annotated[int, Field(ge=0)] = 0
-    failure_window: timedelta = timedelta(minutes=15)
+    failure_window: Duration = timedelta(minutes=15)
     alerts_enabled: bool = True
     action_group_emails: list[_EMAIL] = Field(default_factory=list)
 

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from replication.durations import Duration
 from replication.rules import RuleSpec, SpecModel
 
 DEFAULT_CONSUMER_GROUP = "$Default"
@@ -29,13 +30,13 @@ class NamespaceKind(enum.StrEnum):
     EVENTHUBS = "eventhubs"
 
 
-PositiveDuration = Annotated[timedelta, Field(gt=timedelta(0))]
+PositiveDuration = Annotated[Duration, Field(gt=timedelta(0))]
 EntityName = Annotated[str, Field(pattern=_ENTITY_NAME)]
 
 
 class _EntitySettings(SpecModel):
     max_delivery_count: Annotated[int, Field(ge=1, le=2000)] = 10
-    lock_duration: Annotated[timedelta, Field(ge=timedelta(seconds=5), le=timedelta(minutes=5))] = (
+    lock_duration: Annotated[Duration, Field(ge=timedelta(seconds=5), le=timedelta(minutes=5))] = (
         timedelta(minutes=1)
     )
     default_message_time_to_live: PositiveDuration | None = None

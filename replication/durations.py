@@ -17,6 +17,7 @@ editor refuses what the loader refuses.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Annotated
 
@@ -32,7 +33,10 @@ ISO8601_PATTERN = (
     rf"(?:{_NUMBER}S)?)?)$"
 )
 """The ISO-8601 durations :func:`parse_iso8601` accepts, as a regular expression for the JSON
-Schema: weeks, or days and a time of hours, minutes and seconds (no years or months, no sign)."""
+Schema: weeks, or days and a time of hours, minutes and seconds (no years or months, no sign:
+no duration of the topology file may be negative)."""
+
+_SIGNED = re.compile("^-?" + ISO8601_PATTERN.removeprefix("^"))
 
 
 def format_iso8601(value: timedelta) -> str:
@@ -47,12 +51,16 @@ def parse_iso8601(text: object) -> timedelta:
         ValueError: not such a duration; years and months are refused because their length
             depends on the calendar.
     """
+    value = str(text)
     try:
-        parsed = isodate.parse_duration(str(text))
+        parsed = isodate.parse_duration(value)
     except (isodate.ISO8601Error, ValueError):
-        raise ValueError(f"{EXPECTED}, got {text!r}") from None
-    if not isinstance(parsed, timedelta):
+        parsed = None
+    if parsed is not None and not isinstance(parsed, timedelta):
         raise ValueError(f"{EXPECTED}, got {text!r}: years and months have no fixed length")
+    # isodate also takes "PT" and "P1DT"; the pattern (the schema's, signed) does not.
+    if parsed is None or _SIGNED.fullmatch(value) is None:
+        raise ValueError(f"{EXPECTED}, got {text!r}")
     return parsed
 
 

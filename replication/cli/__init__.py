@@ -85,6 +85,10 @@ COMMANDS: dict[str, Command] = {
         extras=("local",),
     ),
     "render": Command("generate configuration from the topology", "replication.cli.render"),
+    "schema": Command(
+        'print the topology file\'s JSON Schema (for "$schema" in your topology)',
+        "replication.cli.schema",
+    ),
     "init": Command(
         "create an app of your own: function_app.py, topology, settings, infra/, azure.yaml",
         "replication.cli.init",

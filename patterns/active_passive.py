@@ -28,6 +28,7 @@ class ActivePassiveOptions(PatternOptions):
     """``replicaTimeToLive``: ISO-8601 duration (``PT2M``) or seconds; must be positive."""
 
     replica_time_to_live: Duration = Field(gt=timedelta(0))
+    """how long the standby keeps a replica (about twice the failover window)"""
 
 
 def subscription_rule(options: ActivePassiveOptions) -> RuleSpec:

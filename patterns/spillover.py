@@ -27,6 +27,7 @@ class SpilloverOptions(PatternOptions):
     """``replicaTimeToLive``: optional positive duration for the spilled copies."""
 
     replica_time_to_live: Duration | None = Field(default=None, gt=timedelta(0))
+    """how long the healthy region keeps a spilled copy (none: the message's own TTL)"""
 
 
 def spilled_copy(envelope: Envelope, options: SpilloverOptions) -> Envelope:

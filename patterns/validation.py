@@ -49,13 +49,21 @@ class ValidationOptions(PatternOptions):
     """See the module docstring for the meaning of each option."""
 
     condition: str | None = None
+    """a Service Bus SQL filter a message must meet"""
     max_body_bytes: int | None = Field(default=None, gt=0)
+    """larger bodies are invalid"""
     required_properties: list[str] = Field(default_factory=list)
+    """application properties a message must carry"""
     remove_properties: list[EditableName] = Field(default_factory=list)
+    """application properties the replica goes without (reduce)"""
     set_properties: dict[EditableName, str | int | float | bool] = Field(default_factory=dict)
+    """application properties the replica gets (enrich)"""
     on_invalid: Literal["deadletter", "skip"] = "deadletter"
+    """park an invalid message as `ValidationFailed`, or skip it with a logged reason"""
     body_schema: dict[str, Any] | None = None
+    """a JSON Schema (draft 4, 6 or 7) the body must match"""
     body_model: str | None = None
+    """`package.module:Model`, a pydantic model the body must validate against"""
     _compiled: SqlFilter | None = PrivateAttr(default=None)
     _schema: Callable[[Any], Any] | None = PrivateAttr(default=None)
     _model: type[BaseModel] | None = PrivateAttr(default=None)

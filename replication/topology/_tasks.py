@@ -135,6 +135,9 @@ class ResolvedTask:
     context: TaskContext
     lane_of: str | None = None
     transform: Transform | None = None
+    user_code: bool = True
+    """False: loaded for a tool that never runs a task (no transform, no ``bodyModel``
+    imported); a runner refuses it."""
 
     @property
     def name(self) -> str:
@@ -155,8 +158,9 @@ def resolve_task(
     user_code: bool = True,
 ) -> ResolvedTask:
     """Look up the task's pattern, validate its options into the pattern's model and load its
-    transform (``transforms``: the functions registered in code; ``user_code=False``: leave
-    ``transform`` None, for tools that never run the task).
+    transform (``transforms``: the functions registered in code; ``user_code=False``: import
+    none of the app's code, neither the transform nor a ``bodyModel``, for tools that never run
+    the task).
 
     Raises:
         pydantic.ValidationError: a bad option.
@@ -165,7 +169,8 @@ def resolve_task(
         replication.transforms.TransformSignatureError: it cannot take one message.
     """
     pattern = load_pattern(spec.pattern)
-    options = pattern.options_model.model_validate(spec.options)
+    # The context tells options that import the app's code (bodyModel) not to.
+    options = pattern.options_model.model_validate(spec.options, context={"user_code": user_code})
     context = TaskContext(
         task_name=spec.name,
         source_namespace=spec.source.namespace,
@@ -179,7 +184,7 @@ def resolve_task(
             name=spec.transform.function,
             timeout=spec.transform.timeout.total_seconds(),
         )
-    return ResolvedTask(spec, pattern, options, context, transform=transform)
+    return ResolvedTask(spec, pattern, options, context, transform=transform, user_code=user_code)
 
 
 __all__ = ["ResolvedTask", "RetrySpec", "TaskSpec", "TransformSpec", "resolve_task"]

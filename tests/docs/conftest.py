@@ -11,7 +11,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -27,7 +26,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built site (``mkdocs build --strict``, as ``./dev.sh test`` runs it)."""
     folder = tmp_path_factory.mktemp("site")
     result = subprocess.run(

@@ -243,7 +243,8 @@ typecheck() {
 # a file's Spark tests share one SparkSession, and the showcase's tests share one run of it. Its
 # longest files are the two demos' (test_demo.py, test_demo_topology.py): three processes run
 # them beside the Spark tests.
-TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2)
+# The package tier waits on pip and on the processes of the installed commands: three processes.
+TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2 package:3)
 # The host tier's tests wait on the worker and the emulator (each process starts its own pair).
 HOST_WORKERS=3
 
@@ -287,6 +288,7 @@ LANES=(
     "emulator faults"
     "ruff mypy fast tools samples"
     "spark host"
+    "package"
 )
 
 # What the test tiers need beyond .venv (installed first). They install in the background while

@@ -13,6 +13,8 @@ faults    one emulator process per namespace, killed and restarted (``faults``)
 spark     a local SparkSession (``spark``; the demo too)
 samples   Microsoft's SDK samples against the emulator (``samples``)
 tools     the Azure CLI and checkov, each from its own environment (``tools``, tests/infra)
+package   the built distribution in clean environments outside the repository (``package``,
+          tests/package)
 ========  =================================================================================
 
 A bare ``pytest`` (no paths, no ``-m``) runs the fast tier only. Naming paths runs every tier
@@ -37,7 +39,7 @@ import pytest
 
 collect_ignore = ["host"]
 
-SLOW_TIERS = ("samples", "spark", "faults", "emulator", "tools")
+SLOW_TIERS = ("package", "samples", "spark", "faults", "emulator", "tools")
 """The tiers named by a marker, in precedence order: the demo (``emulator`` and ``spark``) is
 in the Spark tier, a fault test (``faults`` and ``emulator``) in the fault tier."""
 FAST = "fast"
@@ -50,6 +52,7 @@ TIER_PATHS = {
     "spark": ("tests/spark", "tests/e2e/test_demo.py", "tests/e2e/test_demo_topology.py"),
     "samples": ("tests/samples",),
     "tools": ("tests/infra",),
+    "package": ("tests/package",),
 }
 """Where each tier's tests live. ``./dev.sh test`` collects only these for a tier, because every
 pytest-xdist process collects what it is given (all of ``tests/`` costs seconds of CPU a

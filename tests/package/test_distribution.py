@@ -178,3 +178,22 @@ def test_bicep_linting_without_its_extra_is_one_line(
         "error: replication lint-rules --bicep-root needs the 'lint' extra (missing: pycep): "
         f"pip install '{DISTRIBUTION}[lint]'\n",
     )
+
+
+def test_the_readme_says_what_the_wheel_holds(dist: Dist) -> None:
+    """The README's account of the wheel's layout is the wheel's: each folder it says is
+    installed inside the library is there, under the name it gives."""
+    readme = (ROOT / "README.md").read_text()
+    claimed = re.findall(r"`(\w+)/` as `(replication\.\w+)`", readme)
+    with zipfile.ZipFile(dist.wheel) as archive:
+        packages = {name.rsplit("/", 1)[0].replace("/", ".") for name in archive.namelist()}
+    assert {folder for folder, _ in claimed} == {
+        "patterns",
+        "emulator",
+        "spark",
+        "examples",
+        "infra",
+    }
+    for folder, installed in claimed:
+        assert installed in packages, (folder, installed)
+        assert any((ROOT / folder).iterdir())

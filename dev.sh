@@ -362,8 +362,9 @@ lane() {
                     pytest_tier tools "${TIER_ARGS[@]}"
             } ;;
             host) { wait_for_setups host && host_tier; } ;;
-            # Azurite (Node.js) for the failover binding store and Event Hubs checkpoints.
-            emulator | faults) { wait_for_node && pytest_tier "$tier" "${TIER_ARGS[@]}"; } ;;
+            # Azurite (Node.js) for the failover binding store and Event Hubs checkpoints (the
+            # package tier's drill from the installed library too).
+            emulator | faults | package) { wait_for_node && pytest_tier "$tier" "${TIER_ARGS[@]}"; } ;;
             # Java for Spark, Chromium for the report page's screenshot, Azurite for the demo.
             spark) { wait_for_setups system && pytest_tier spark "${TIER_ARGS[@]}"; } ;;
             *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;

@@ -255,3 +255,36 @@ def test_the_repositorys_own_azd_hook_runs_on_a_fresh_copy_with_requirements_txt
     assert hook.returncode == 0, hook.stdout[-2000:] + hook.stderr[-2000:]
     assert (copy / "infra" / "main.parameters.json").is_file()
     assert "not checked: pip install 'azure-messaging-replication[lint]'" in hook.stderr
+
+
+def test_the_drill_runs_from_the_installed_package(
+    environments: Environments, tmp_path: Path
+) -> None:
+    """``replication drill`` on an app made from the failover example, outside any checkout;
+    Azurite is a system requirement, named by ``REPLICATION_AZURITE`` here (the checkout's
+    ``npm ci``), since the installed package has no ``node_modules`` of its own."""
+    azurite = ROOT / "node_modules" / ".bin" / "azurite-blob"
+    app = tmp_path / "drill-app"
+    made = run(
+        ["replication", "init", app, "--example", "active-passive-failover"],
+        cwd=tmp_path,
+        venv=environments.full,
+    )
+    assert made.returncode == 0, made.stderr
+    if shutil.which("azurite-blob", path=clean_environ()["PATH"]) is None:
+        without = run(["replication", "drill"], cwd=app, venv=environments.full)
+        assert (without.returncode, without.stderr.splitlines()[-1]) == (
+            2,
+            "error: Azurite is needed for the failover binding store and is not installed: npm "
+            "install -g azurite (Node.js 18+), or set REPLICATION_AZURITE to its azurite-blob "
+            "command",
+        )
+    drilled = run(
+        ["replication", "drill"],
+        cwd=app,
+        venv=environments.full,
+        environ={"REPLICATION_AZURITE": str(azurite)},
+        timeout=600,
+    )
+    assert drilled.returncode == 0, drilled.stdout[-3000:] + drilled.stderr[-3000:]
+    assert "lost at the end: none" in drilled.stdout

@@ -1,7 +1,7 @@
 """Settings for the whole suite: its tiers, a guard that keeps the fast tier fast, and the
 ``figures`` fixture every tier shares (fixtures live beside the tests that use them).
 
-Every test belongs to exactly one tier, named by its markers (README, "Tests"):
+Every test belongs to exactly one tier, named by its markers (``docs/development.md``):
 
 ========  =================================================================================
 tier      what it needs

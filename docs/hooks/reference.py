@@ -15,8 +15,9 @@ reference cannot drift from the code:
   the ``create_*`` calls in the source;
 - ``exit-codes``: :class:`replication.exit_codes.ExitCode`, with each member's docstring.
 
-An unknown name fails the build. ``tests/docs/test_reference.py`` checks that every topology key,
-command option and setting of the code appears in the generated pages.
+An unknown name fails the build. :func:`on_page_content` drops the reST roles of the
+docstrings mkdocstrings renders (the API page). ``tests/docs/test_reference.py`` checks that
+every topology key, command option and setting of the code appears in the generated pages.
 """
 
 from __future__ import annotations
@@ -438,3 +439,12 @@ def generate(markdown: str, where: str) -> str:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """MkDocs hook: the page's markers replaced."""
     return generate(markdown, page.file.src_uri)
+
+
+_ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):(<code>)~?")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """MkDocs hook: the docstrings' reST roles (``:func:`~a.b```), which mkdocstrings renders as
+    text before the code, dropped, with the ``~`` that shortens the name."""
+    return _ROLE.sub(r"\1", html)

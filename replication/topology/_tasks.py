@@ -37,7 +37,7 @@ from ._specs import EntityRef, PositiveDuration
 
 
 class RetrySpec(SpecModel):
-    """How a task rides out an outage of a target (see README "Outages and poison messages").
+    """How a task rides out an outage of a target (see ``docs/explanation/outages.md``).
 
     Within one invocation, a send that fails transiently is retried after ``minBackoff``,
     doubling up to ``maxBackoff``, for as long as the invocation may last (the attempt budget,

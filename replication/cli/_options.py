@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from replication.exceptions import ConfigurationError
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.topology import Topology, load_topology
-from replication.transforms import CodeReferenceError, Transforms, import_reference
+from replication.transforms import CodeReferenceError, Transforms, add_code_root, import_reference
 
 
 def positive_int(text: str) -> int:
@@ -83,6 +84,8 @@ def topology_of(args: argparse.Namespace, *, user_code: bool = True) -> Topology
     """
     transforms = None
     if user_code and getattr(args, "transforms", None):
+        # The registry may sit beside the topology, as the modules the topology names may.
+        add_code_root(Path(args.topology).parent, "the topology's folder")
         try:
             found = import_reference(args.transforms)
         except CodeReferenceError as error:

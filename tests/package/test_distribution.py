@@ -184,7 +184,7 @@ def test_the_readme_says_what_the_wheel_holds(dist: Dist) -> None:
     """The README's account of the wheel's layout is the wheel's: each folder it says is
     installed inside the library is there, under the name it gives."""
     readme = (ROOT / "README.md").read_text()
-    claimed = re.findall(r"`(\w+)/` as `(replication\.\w+)`", readme)
+    claimed = re.findall(r"`(\w+)/`\s+as\s+`(replication\.\w+)`", readme)
     with zipfile.ZipFile(dist.wheel) as archive:
         packages = {name.rsplit("/", 1)[0].replace("/", ".") for name in archive.namelist()}
     assert {folder for folder, _ in claimed} == {

@@ -288,3 +288,40 @@ def test_the_drill_runs_from_the_installed_package(
     )
     assert drilled.returncode == 0, drilled.stdout[-3000:] + drilled.stderr[-3000:]
     assert "lost at the end: none" in drilled.stdout
+
+
+def test_the_console_script_finds_the_apps_own_modules(
+    environments: Environments, app: Path, tmp_path: Path
+) -> None:
+    """``module:function`` and ``--transforms`` resolve beside the topology and in the working
+    directory from the console script (which, unlike ``python -m``, puts neither on
+    ``sys.path``); what is not found names the folders searched."""
+    document = json.loads((app / "topology.json").read_text())
+    document["tasks"][0]["transform"] = "stamp_region"
+    (app / "registered.json").write_text(json.dumps(document))
+    document["tasks"][0]["transform"] = "app_transforms:stamp_region"
+    (app / "referenced.json").write_text(json.dumps(document))
+
+    def validate(cwd: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+        return run(["replication", "validate", *arguments], cwd=cwd, venv=environments.bare)
+
+    unregistered = validate(app, "--topology", "registered.json")
+    assert unregistered.returncode == 2
+    assert "no transform registered as 'stamp_region'" in unregistered.stderr
+    assert "--transforms MODULE:NAME" in unregistered.stderr
+    for cwd, arguments in (
+        (app, ["--topology", "registered.json", "--transforms", "app_transforms:transforms"]),
+        (tmp_path, ["--topology", str(app / "referenced.json")]),  # beside the topology
+        (app, ["--topology", "referenced.json"]),
+    ):
+        found = validate(cwd, *arguments)
+        assert found.returncode == 0, (cwd, arguments, found.stderr)
+    missing = validate(tmp_path, "--topology", str(app / "topology.json"), "--transforms",
+                       "nowhere_42:transforms")  # fmt: skip
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        f"error: --transforms: module 'nowhere_42' not found in {tmp_path.resolve()} (the "
+        f"current directory), {app.resolve()} (the topology's folder), the installed packages: "
+        "put it beside the topology file (or function_app.py) or install it into the app's "
+        "environment\n"
+    )

@@ -233,7 +233,8 @@ lint() {
 
 typecheck() {
     log "mypy (strict)"
-    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks examples function_app.py
+    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks examples docs/hooks \
+        function_app.py
 }
 
 # Processes per tier (pytest-xdist). The fast and tools tiers are CPU-bound: one per core. The
@@ -244,7 +245,10 @@ typecheck() {
 # longest files are the two demos' (test_demo.py, test_demo_topology.py): three processes run
 # them beside the Spark tests.
 # The package tier waits on pip and on the processes of the installed commands: three processes.
-TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2 package:3)
+# The docs tier builds the site once per process (mkdocs build --strict) and runs the pages' code
+# blocks in page order: by file, so one process has a page's blocks and the build is shared.
+TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2 package:3
+    docs:2:loadfile)
 # The host tier's tests wait on the worker and the emulator (each process starts its own pair).
 HOST_WORKERS=3
 
@@ -286,7 +290,7 @@ host_tier() {
 # (see run_tests). The longest is the wire-bound one; the others share the machine's CPU with it.
 LANES=(
     "emulator faults"
-    "ruff mypy fast tools samples"
+    "ruff mypy fast tools samples docs"
     "spark host"
     "package"
 )
@@ -367,6 +371,8 @@ lane() {
             emulator | faults | package) { wait_for_node && pytest_tier "$tier" "${TIER_ARGS[@]}"; } ;;
             # Java for Spark, Chromium for the report page's screenshot, Azurite for the demo.
             spark) { wait_for_setups system && pytest_tier spark "${TIER_ARGS[@]}"; } ;;
+            # mkdocs build --strict, the pages' code blocks, their screenshots (Chromium).
+            docs) { wait_for_setups system && pytest_tier docs "${TIER_ARGS[@]}"; } ;;
             *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;
         esac > "$RESULTS/$tier.log" 2>&1 || status=$?
         (

@@ -130,9 +130,7 @@ class CaptureSpec(SpecModel):
 
     storage_account: Annotated[str, Field(pattern=r"^[a-z0-9]{3,24}$")]
     """the storage account's name (in the deployment's resource group)"""
-    container: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")] = (
-        "captures"
-    )
+    container: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")] = "captures"
     """the blob container the capture files go to"""
     interval: Annotated[Duration, Field(ge=timedelta(minutes=1), le=timedelta(minutes=15))] = (
         timedelta(minutes=5)

@@ -7,8 +7,9 @@ command's module is imported only when that command is chosen, so ``validate`` d
 the Azure SDKs that ``run`` needs and ``--help`` loads nothing.
 
 A :class:`~replication.exceptions.ReplicationError` ends the command with a one-line message
-and exit code 2 (``CONFIGURATION``), never a traceback. ``-v`` works before or after the
-command name.
+and exit code 2 (``CONFIGURATION``), never a traceback; one that says a service could not be
+reached or did not answer (:data:`UNREACHABLE`: the failover store, a namespace read past its
+deadline) exits 3 (``UNAVAILABLE``). ``-v`` works before or after the command name.
 
 The chosen command's module is imported with the cyclic garbage collector paused
 (:func:`_collector_paused`): importing ``run`` leaves about 50,000 objects the collector tracks
@@ -30,8 +31,20 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from replication.exceptions import ReplicationError
+from replication.exceptions import (
+    CallTimeoutError,
+    FailoverStoreError,
+    ReplicationError,
+    SourceUnreadableError,
+)
 from replication.exit_codes import ExitCode
+
+UNREACHABLE: tuple[type[ReplicationError], ...] = (
+    FailoverStoreError,
+    CallTimeoutError,
+    SourceUnreadableError,
+)
+"""Errors that mean "could not be reached" (exit 3), not "the input was wrong" (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -138,10 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = module.run(args)
     except ReplicationError as error:
         print(f"error: {error}", file=sys.stderr)
+        if isinstance(error, UNREACHABLE):
+            return ExitCode.UNAVAILABLE
         return ExitCode.CONFIGURATION
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
     return code
 
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "UNREACHABLE", "Command", "build_parser", "main"]

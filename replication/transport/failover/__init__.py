@@ -13,16 +13,19 @@
 from ._blobs import (
     CONTAINER_SETTING,
     DEFAULT_CONTAINER,
+    DEFAULT_STORE_TIMEOUT,
     LEASE_SECONDS,
     STORAGE_SETTINGS,
     BindingLease,
     BlobFailoverStore,
     FailoverStoreError,
     SwitchInProgressError,
+    blob_client_options,
     failover_store_from_settings,
 )
 from ._channels import (
     CLIENT_RETRIES,
+    DEFAULT_CALL_SECONDS,
     AsyncEventHubPublishChannel,
     AsyncServiceBusConsumeChannel,
     AsyncServiceBusPublishChannel,
@@ -52,7 +55,9 @@ from ._event_hubs import (
 __all__ = [
     "CLIENT_RETRIES",
     "CONTAINER_SETTING",
+    "DEFAULT_CALL_SECONDS",
     "DEFAULT_CONTAINER",
+    "DEFAULT_STORE_TIMEOUT",
     "LEASE_SECONDS",
     "STORAGE_SETTINGS",
     "AsyncEventHubPublishChannel",
@@ -73,6 +78,7 @@ __all__ = [
     "ServiceBusConsumeChannel",
     "ServiceBusPublishChannel",
     "SwitchInProgressError",
+    "blob_client_options",
     "checkpoint_store",
     "clear_checkpoints",
     "ensure_message_id",

@@ -42,6 +42,7 @@ def follower(
         namespaces=NAMES,
         poll_interval=timedelta(seconds=5),
         clock=ticks,
+        background=False,  # the fake clock decides when a read is due
     )
 
 

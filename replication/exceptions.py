@@ -261,6 +261,21 @@ class TransformSignatureError(ReplicationError, ValueError):
     """The object named as a transform cannot be called with one message."""
 
 
+class MissingExtraError(ReplicationError, ImportError):
+    """A feature needs an optional part of the distribution that is not installed; the message
+    names the extra to install (``replication.extras``). An ImportError too, so code that
+    guards an optional import the usual way still catches it."""
+
+    def __init__(self, message: str, *, extra: str):
+        super().__init__(message)
+        self.extra = extra
+
+
+class MissingProgramError(ReplicationError):
+    """A feature needs a program outside Python (Java for PySpark) that is missing or too old;
+    the message says what to install."""
+
+
 class DrillSetupError(ReplicationError):
     """A process of the drill did not start; the message holds its last output."""
 
@@ -277,6 +292,8 @@ __all__ = [
     "MalformedReplicationPropertyError",
     "MemoryStoreUnavailableError",
     "MessageRejectedError",
+    "MissingExtraError",
+    "MissingProgramError",
     "OriginalMustStayError",
     "OriginalNotAvailableError",
     "PermanentForwardError",

@@ -51,6 +51,8 @@ import logging
 import os
 from types import ModuleType
 
+from replication.exceptions import MissingExtraError
+from replication.extras import EXTRAS
 from replication.settings import CONNECTION_STRING_SETTING, CONSOLE, OTLP_ENDPOINT_SETTING, Settings
 
 logger = logging.getLogger(__name__)
@@ -63,11 +65,18 @@ METRIC_EXPORT_INTERVAL_SETTING = "OTEL_METRIC_EXPORT_INTERVAL"
 
 
 def _load(module: str, package: str) -> ModuleType:
+    """``module``, from ``package`` of the ``monitor`` extra.
+
+    Raises:
+        MissingExtraError: (an ImportError) naming the extra, when it is not installed.
+    """
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise ImportError(
-            f"telemetry needs {package}: pip install {package} (see requirements.txt)"
+        raise MissingExtraError(
+            f"telemetry export needs {package}, from the 'monitor' extra: "
+            f"{EXTRAS['monitor'].install_hint()}",
+            extra="monitor",
         ) from error
 
 

@@ -22,7 +22,12 @@ from pydantic import ValidationError
 
 from replication.exceptions import ConfigurationError
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
-from replication.transforms import CodeReferenceError, Transforms, TransformSignatureError
+from replication.transforms import (
+    CodeReferenceError,
+    Transforms,
+    TransformSignatureError,
+    add_code_root,
+)
 
 from ._checks import check_references, check_resolved, failer
 from ._errors import format_validation_error, json_path
@@ -154,6 +159,8 @@ def load_topology(
     """
     location = Path(path if path is not None else Settings.from_environ().topology)
     source = str(location)
+    # Modules the topology names (transforms, bodyModel) may sit beside it.
+    add_code_root(location.parent, "the topology's folder")
     document = _decode(_read(location, source), source)
     if not isinstance(document, dict):
         raise ConfigurationError("the topology must be a JSON object", source=source, location="$")

@@ -10,10 +10,10 @@ command is chosen, so ``validate`` does not load the Azure SDKs that ``run`` nee
 A :class:`~replication.exceptions.ReplicationError` ends the command with a one-line message
 and exit code 2 (``CONFIGURATION``), never a traceback; so does a command whose extra is not
 installed, before anything of it is imported (``--help`` included). One that says a service
-could not be reached or did not answer (:data:`UNREACHABLE`: the failover store, a namespace
-read past its deadline) exits 3 (``UNAVAILABLE``). An argument the chosen command does not know
-is reported with that command's usage. ``-v`` works before or after the command name;
-``--version`` prints the distribution's version.
+could not be reached or did not answer (the failover store, a namespace read past its deadline:
+:func:`~replication.exit_codes.exit_code_for`) exits 3 (``UNAVAILABLE``). An argument the chosen
+command does not know is reported with that command's usage. ``-v`` works before or after the
+command name; ``--version`` prints the distribution's version.
 
 The chosen command's module is imported with the cyclic garbage collector paused
 (:func:`_collector_paused`): importing ``run`` leaves about 50,000 objects the collector tracks
@@ -37,26 +37,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from replication import __version__
-from replication.exceptions import (
-    CallTimeoutError,
-    FailoverStoreError,
-    MissingExtraError,
-    ReplicationError,
-    SourceUnreadableError,
-)
-from replication.exit_codes import ExitCode
+from replication.exceptions import MissingExtraError, ReplicationError
+from replication.exit_codes import ExitCode, exit_code_for
 from replication.extras import require
 from replication.transforms import add_code_root
 
 PROG = "replication"
 """The console script's name; ``python -m replication`` passes its own spelling."""
-
-UNREACHABLE: tuple[type[ReplicationError], ...] = (
-    FailoverStoreError,
-    CallTimeoutError,
-    SourceUnreadableError,
-)
-"""Errors that mean "could not be reached" (exit 3), not "the input was wrong" (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -196,12 +183,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
         code: int = module.run(args)
     except ReplicationError as error:
         print(f"error: {error}", file=sys.stderr)
-        if isinstance(error, UNREACHABLE):
-            return ExitCode.UNAVAILABLE
-        return ExitCode.CONFIGURATION
+        return exit_code_for(error)
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
     return code
 
 
-__all__ = ["COMMANDS", "PROG", "UNREACHABLE", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "PROG", "Command", "build_parser", "main"]

@@ -151,6 +151,29 @@ class BlobFailoverStore:
         except AzureError as error:
             raise FailoverStoreError(f"{self.describe(app)}: {describe(error)}") from error
 
+    def binding_apps(self) -> list[str]:
+        """The applications with a binding document, sorted (none when the container does
+        not exist yet).
+
+        Raises:
+            FailoverStoreError: the store cannot be reached.
+        """
+        try:
+            names = self._container.list_blobs(name_starts_with="bindings/")
+            return sorted(
+                name.name.removeprefix("bindings/").removesuffix(".json")
+                for name in names
+                if name.name.endswith(".json")
+            )
+        except ResourceNotFoundError:
+            return []
+        except AzureError as error:
+            raise FailoverStoreError(f"{self.container}/bindings: {describe(error)}") from error
+
+    @property
+    def container(self) -> str:
+        return str(self._container.container_name)
+
     @contextlib.contextmanager
     def switch_lease(self, app: str, *, holder: str) -> Iterator[BindingLease]:
         """Hold the lease of ``app``'s binding document for the block (renewed in the

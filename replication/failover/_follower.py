@@ -99,6 +99,8 @@ class BindingFollower:
         self._etag: str | None = None
         self._read_at: float | None = None
         self._problem: str | None = None
+        self._unreachable = False
+        self._before_outage: str | None = None
         self.reads = 0
         self._stop = threading.Event()
         self._refresher: threading.Thread | None = None
@@ -173,9 +175,14 @@ class BindingFollower:
                 data, etag = self._source.read_bindings(self.app, self._etag)
             except ReplicationError as error:
                 self._read_at = self._clock()
+                if not self._unreachable:
+                    self._unreachable, self._before_outage = True, self._problem
                 self._report(f"binding store unreachable: {error}")
                 return self._namespace
             self._read_at = self._clock()
+            if self._unreachable:  # readable again, even if the document did not change
+                logger.info("%s: binding store readable again", self._who())
+                self._unreachable, self._problem = False, self._before_outage
             if data is None and etag is None:  # no document: no switch was ever made
                 self._etag, self._generation, self.document = None, None, None
                 self._use(self.namespaces[0])
@@ -207,7 +214,7 @@ class BindingFollower:
 
     def _use(self, namespace: str) -> None:
         if self._problem is not None:
-            logger.info("%s: binding store readable again", self._who())
+            logger.info("%s: binding document usable again", self._who())
             self._problem = None
         if namespace != self._namespace:
             logger.info(

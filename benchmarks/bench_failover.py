@@ -17,7 +17,10 @@ medians of the rounds, and the ratio also as the median of each round's own rati
   and with :class:`~replication.failover.FailoverConsumer` (every batch screened by the log,
   its entries appended to the log's blob before the batch is completed), per message and the
   ratio;
-- with ``--drill``: ``python -m replication drill`` planned and forced, their RTO figures.
+- with ``--drill``: ``python -m replication drill`` planned, forced (primaries killed), hung
+  primary (frozen with SIGSTOP) and hung store (Azurite frozen for 10 s), one after the other,
+  their RTO figures, the longest ``receive`` of the Service Bus consumer and each switch
+  command's duration (``--drill-only``: only those).
 """
 
 from __future__ import annotations
@@ -147,7 +150,15 @@ def skip_helper_cost(entries: int = 100_000, checks: int = 200_000) -> float:
     return (time.perf_counter() - started) / checks
 
 
-def drill(mode: str) -> dict[str, object]:
+DRILLS = {
+    "planned": ["--planned"],
+    "forced": ["--forced"],
+    "hung primary": ["--hang", "primary"],
+    "hung store": ["--hang", "store"],
+}
+
+
+def drill(arguments: list[str]) -> dict[str, object]:
     result = subprocess.run(
         [
             sys.executable,
@@ -156,7 +167,7 @@ def drill(mode: str) -> dict[str, object]:
             "drill",
             "--topology",
             str(EXAMPLE),
-            f"--{mode}",
+            *arguments,
             "--json",
         ],
         cwd=ROOT,
@@ -173,7 +184,15 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--drill", action="store_true")
+    parser.add_argument("--drill-only", action="store_true")
     args = parser.parse_args()
+    if not args.drill_only:
+        costs(args)
+    if args.drill or args.drill_only:
+        drills()
+
+
+def costs(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as workdir, emulator_process(EXAMPLE) as settings:
         namespaces = {"primary": settings["SB_PRIMARY"], "secondary": settings["SB_SECONDARY"]}
         with azurite(Path(workdir)) as storage:
@@ -214,18 +233,28 @@ def main() -> None:
         f"{get_failover * 1000:.2f} ms/message: {get_failover / get_bare:.2f}x "
         f"(median of the rounds' ratios {get_ratio:.2f}x)"
     )
-    if args.drill:
-        for mode in ("planned", "forced"):
-            report = drill(mode)
-            for phase in ("failover", "failback"):
-                for kind, figures in report[phase].items():  # type: ignore[attr-defined]
-                    print(
-                        f"drill {mode} {phase} {kind}: "
-                        f"RTO publish {figures['rto_publish_seconds']} s, "
-                        f"consume {figures['rto_consume_seconds']} s, lost {figures['lost']}, "
-                        f"duplicates {figures['duplicates_with_skip_helper']} with the helper, "
-                        f"{figures['duplicates_without_skip_helper']} without"
-                    )
+
+
+def drills() -> None:
+    for mode, arguments in DRILLS.items():
+        report = drill(arguments)
+        for phase in ("failover", "failback"):
+            for kind, figures in report[phase].items():  # type: ignore[attr-defined]
+                receive = figures["longest_receive_seconds"]
+                print(
+                    f"drill {mode} {phase} {kind}: "
+                    f"RTO publish {figures['rto_publish_seconds']} s, "
+                    f"consume {figures['rto_consume_seconds']} s, lost {figures['lost']}, "
+                    f"duplicates {figures['duplicates_with_skip_helper']} with the helper, "
+                    f"{figures['duplicates_without_skip_helper']} without, switch publisher / "
+                    f"consumer {figures['switch_seconds']['publisher']} / "
+                    f"{figures['switch_seconds']['consumer']} s"
+                    + ("" if receive is None else f", longest receive {receive} s")
+                )
+        for key, seconds in report["switch_seconds"].items():  # type: ignore[attr-defined]
+            code = report["switch_exit_codes"][key]  # type: ignore[index]
+            print(f"drill {mode} switch {key}: exit {code} after {seconds} s")
+        print(f"drill {mode} lost at the end: {report['lost_at_end']}")
 
 
 if __name__ == "__main__":

@@ -26,16 +26,24 @@ MAPPED = {
     "replication.infra": "infra",
 }
 
+DATA_ONLY = {
+    "replication.scaffold.template": ["*"],
+    "replication.examples": ["*.json"],
+    "replication.infra": ["*.bicep", "workbook.json"],
+    "replication.infra.modules": ["*.bicep"],
+    "replication.infra.scripts": ["*.sh"],
+}
+"""Folders of data files, listed as packages (setuptools treats every folder as one) with the
+files each ships."""
+
 setup(
-    packages=[*find_packages(include=["replication", "replication.*"]), *MAPPED],
+    packages=[*find_packages(include=["replication", "replication.*"]), *MAPPED, *DATA_ONLY],
     package_dir=MAPPED,
     package_data={
         "replication": ["py.typed"],
-        "replication.scaffold": ["template/*"],
-        "replication.examples": ["*.json"],
-        "replication.infra": ["*.bicep", "workbook.json", "modules/*.bicep", "scripts/*.sh"],
         "replication.audit": ["README.md"],
         "replication.emulator": ["README.md"],
+        **DATA_ONLY,
     },
     # Data files are read from the installed folder (Bicep modules reference each other by
     # relative path), never from inside a zip.

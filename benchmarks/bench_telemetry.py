@@ -23,8 +23,8 @@ it then prints what the OTLP exporter's thread spends encoding one round's spans
 the batch sensor's own work with SDK traces (no runner, no sender), and ``Histogram.record``'s
 cost by attribute count and exemplar filter.
 
-With ``--options``, four more configurations measure the README's telemetry options (Telemetry
--> Overhead), each of which reports less than the library does and so awaits a decision: the
+With ``--options``, four more configurations measure the telemetry options of ``docs/benchmarks.md``
+(Telemetry), each of which reports less than the library does and so awaits a decision: the
 lag with only its task and target attributes (``lag 2 attrs``), one lag observation per send
 call, its oldest replica's (``lag per send``), and each of those with 10 % of traces sampled.
 
@@ -122,7 +122,7 @@ OPTION_CONFIGURATIONS = {
     "lag per send": {"two_attributes": False, "per_send": True},
     "lag per send, 10% traces": {"two_attributes": False, "per_send": True},
 }
-"""``--options``: the README's telemetry options (Telemetry -> Overhead), which report less
+"""``--options``: the telemetry options of ``docs/benchmarks.md`` (Telemetry), which report less
 than the library does, measured instead of estimated: name -> :class:`OptionTelemetry`'s
 flags (a name ending in ``10% traces`` also samples the traces)."""
 SETTINGS_VARIABLE = "BENCH_TELEMETRY_SETTINGS"
@@ -130,12 +130,12 @@ SETTINGS_VARIABLE = "BENCH_TELEMETRY_SETTINGS"
 
 
 class OptionTelemetry(TaskTelemetry):
-    """What one of the README's telemetry options would record, for measuring it: the lag with
-    only its task and target attributes (``two_attributes``), and/or one lag observation per
-    send call, its oldest replica's (``per_send``). Everything else is recorded as the library
-    records it. This is not the library's behaviour (it reports less, and changes what the
-    telemetry tests assert): a measurement of proposals awaiting a decision, which replaces
-    :class:`TaskTelemetry`'s private ``_record_lag``."""
+    """What one of the telemetry options (``docs/benchmarks.md``) would record, for measuring
+    it: the lag with only its task and target attributes (``two_attributes``), and/or one lag
+    observation per send call, its oldest replica's (``per_send``). Everything else is recorded
+    as the library records it. This is not the library's behaviour (it reports less, and
+    changes what the telemetry tests assert): a measurement of proposals awaiting a decision,
+    which replaces :class:`TaskTelemetry`'s private ``_record_lag``."""
 
     def __init__(self, task: str, *, two_attributes: bool, per_send: bool, **kwargs: Any) -> None:
         super().__init__(task, **kwargs)
@@ -281,7 +281,8 @@ def main() -> None:
     parser.add_argument(
         "--options",
         action="store_true",
-        help="also the README's telemetry options, which report less (OptionTelemetry)",
+        help="also the telemetry options of docs/benchmarks.md, which report less "
+        "(OptionTelemetry)",
     )
     parser.add_argument(
         "--instructions",

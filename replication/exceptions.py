@@ -179,7 +179,7 @@ class OriginalMustStayError(ReplicationError):
     ``maxDeliveryCount`` deliveries, where the notice points. Its batch-mates come back with
     it; the runner's ledger (and the targets' duplicate detection on another instance) keeps
     them from being sent twice, but those delivered with it every time reach the dead-letter
-    queue too, already replicated (README, "Parking").
+    queue too, already replicated (``docs/explanation/parking.md``).
     """
 
     def __init__(self, task: str, message_ids: Sequence[str]) -> None:

@@ -39,7 +39,11 @@ class PatternOptions(BaseModel):
     """Base of every ``<Pattern>Options`` model: camelCase keys, unknown keys rejected."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
     )
 
 

@@ -20,7 +20,7 @@ The chosen command's module is imported with the cyclic garbage collector paused
 (module dictionaries, functions, classes, the pydantic topology models), almost none of them
 garbage, and the 120 or so automatic collections it would trigger meanwhile find next to
 nothing; pausing it saves about 1.1 % of the instructions ``run`` spends starting (issue 26;
-README, "The local host against the SDK's floor"). The collector runs again as soon as the
+``docs/benchmarks.md``; the history in ``CHANGELOG.md``). The collector runs again as soon as the
 imports are done.
 """
 
@@ -87,6 +87,10 @@ COMMANDS: dict[str, Command] = {
         extras=("local",),
     ),
     "render": Command("generate configuration from the topology", "replication.cli.render"),
+    "schema": Command(
+        'print the topology file\'s JSON Schema (for "$schema" in your topology)',
+        "replication.cli.schema",
+    ),
     "init": Command(
         "create an app of your own: function_app.py, topology, settings, infra/, azure.yaml",
         "replication.cli.init",

@@ -51,6 +51,8 @@ from replication.topology import NamespaceKind, Topology, load_topology
 from replication.transport.consumers import drain_servicebus
 from replication.transport.senders import SenderFactory
 
+from ._options import positive_int, positive_seconds
+
 
 def _publish(topology: Topology, settings: Settings, count: int) -> int:
     factory = SenderFactory(topology, settings)
@@ -164,13 +166,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default="demo-output", help="capture and report folder")
     parser.add_argument(
         "--parallel",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="showcase scenarios run side by side (default: all of them)",
     )
     parser.add_argument(
-        "--messages", type=int, default=200, help="with --topology: originals per source entity"
+        "--messages",
+        type=positive_int,
+        default=200,
+        help="with --topology: originals per source entity",
     )
     parser.add_argument(
-        "--timeout", type=float, default=300, help="with --topology: seconds to wait for quiet"
+        "--timeout",
+        type=positive_seconds,
+        default=300,
+        help="with --topology: seconds to wait for quiet",
     )

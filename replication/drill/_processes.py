@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from replication.exceptions import DrillSetupError
+from replication.exceptions import DrillSetupError, MissingProgramError
 from replication.hosts.local import SECTIONS, EmulatorProcess, EmulatorStartError
 from replication.layout import CHECKOUT_ROOT, child_environment
 from replication.render.emulator_config import emulator_config
@@ -130,19 +130,20 @@ def azurite_command() -> str:
     ``azurite-blob`` on ``PATH`` (``npm install -g azurite``).
 
     Raises:
-        DrillSetupError: none of them exists; the message says how to install it.
+        MissingProgramError: none of them exists; the message says how to install it (a
+            missing prerequisite, exit code 2, like a missing extra).
     """
     configured = os.environ.get(AZURITE_SETTING)
     if configured:
         if shutil.which(configured) is None:
-            raise DrillSetupError(f"{AZURITE_SETTING}={configured}: no such command")
+            raise MissingProgramError(f"{AZURITE_SETTING}={configured}: no such command")
         return configured
     checkout = CHECKOUT_ROOT / "node_modules" / ".bin" / "azurite-blob"
     if checkout.exists():
         return str(checkout)
     found = shutil.which("azurite-blob")
     if found is None:
-        raise DrillSetupError(
+        raise MissingProgramError(
             "Azurite is needed for the failover binding store and is not installed: "
             "npm install -g azurite (Node.js 18+), or set "
             f"{AZURITE_SETTING} to its azurite-blob command"

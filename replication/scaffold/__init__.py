@@ -3,7 +3,8 @@
 :func:`create_app` writes into an empty (or new) folder:
 
 - ``topology.json``, a copy of one of the library's examples (with any module of the examples
-  that its tasks name as ``module:function``);
+  that its tasks name as ``module:function``), and ``topology.schema.json``, its JSON Schema,
+  which the copy names with ``"$schema"`` (editors complete and check it);
 - ``function_app.py`` (``build_app(transforms=transforms)``) and ``app_transforms.py``, a
   registry with one example transform;
 - ``requirements.txt`` naming this library with the ``monitor`` extra (the Bicep always sets
@@ -31,6 +32,7 @@ from pathlib import Path
 from replication import __version__
 from replication.exceptions import ConfigurationError
 from replication.layout import EXAMPLES, INFRA
+from replication.topology import topology_schema_text
 
 from ._requirement import WHEELS, LibraryRequirement, library_requirement
 
@@ -47,6 +49,8 @@ _TEMPLATES = {
     "azure.yaml.in": "azure.yaml",
     "README.md.in": "README.md",
 }
+SCHEMA_FILE = "topology.schema.json"
+_SCHEMA_REFERENCE = re.compile(r'"\$schema"\s*:\s*"[^"]*"')
 _MODULE_REFERENCE = re.compile(r'"(?:function|transform|bodyModel)"\s*:\s*"([A-Za-z_]\w*):')
 
 
@@ -90,8 +94,12 @@ def create_app(
         written.append(name)
 
     source = EXAMPLES.folder() / f"{example}.json"
-    topology = source.read_text(encoding="utf-8")
+    # The example names the schema in the repository's docs; the app gets its own copy.
+    topology = _SCHEMA_REFERENCE.sub(
+        f'"$schema": "{SCHEMA_FILE}"', source.read_text(encoding="utf-8"), count=1
+    )
     write("topology.json", topology)
+    write(SCHEMA_FILE, topology_schema_text())
     for module in sorted(set(_MODULE_REFERENCE.findall(topology))):
         code = EXAMPLES.folder() / f"{module}.py"
         if code.is_file():

@@ -24,6 +24,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -109,7 +110,7 @@ def _direct_url() -> dict[str, object] | None:
     return document if isinstance(document, dict) else None
 
 
-def _local_wheel(direct: dict[str, object] | None) -> Path | None:
+def _local_wheel(direct: Mapping[str, object] | None) -> Path | None:
     url = str(direct.get("url", "")) if direct else ""
     parsed = urlparse(url)
     if parsed.scheme != "file" or not parsed.path.endswith(".whl"):
@@ -118,7 +119,7 @@ def _local_wheel(direct: dict[str, object] | None) -> Path | None:
     return path if path.is_file() else None
 
 
-def _vcs_url(direct: dict[str, object] | None) -> str | None:
+def _vcs_url(direct: Mapping[str, object] | None) -> str | None:
     if not direct or not isinstance(direct.get("vcs_info"), dict):
         return None
     info = direct["vcs_info"]

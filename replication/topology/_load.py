@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from replication.exceptions import ConfigurationError
+from replication.planning import load_pattern
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.transforms import (
     CodeReferenceError,
@@ -30,7 +31,7 @@ from replication.transforms import (
 )
 
 from ._checks import check_references, check_resolved, failer
-from ._errors import format_validation_error, json_path
+from ._errors import format_validation_error
 from ._heartbeats import add_heartbeats
 from ._lanes import expand_tasks
 from ._sessions import check_sessions
@@ -49,7 +50,7 @@ def parse_topology(
     try:
         topology = Topology.model_validate(document)
     except ValidationError as error:
-        raise format_validation_error(error, source) from None
+        raise format_validation_error(error, source, model=Topology) from None
     check_references(topology, source)
     resolved = {
         task.name: _resolve(
@@ -87,12 +88,14 @@ def _resolve(
     except (CodeReferenceError, TransformSignatureError) as error:
         raise ConfigurationError(str(error), source=source, location=transform_path) from None
     except ValidationError as error:
-        item = error.errors(include_url=False)[0]
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            message = f"unknown option for pattern '{task.pattern}'"
-        location = json_path([f"tasks[{index}].options", *item["loc"]])
-        raise ConfigurationError(message, source=source, location=location) from None
+        raise format_validation_error(
+            error,
+            source,
+            model=load_pattern(task.pattern).options_model,
+            prefix=(f"tasks[{index}].options",),
+            unknown=f"unknown option for pattern '{task.pattern}'",
+            first_only=True,
+        ) from None
 
 
 def _read(location: Path, source: str) -> str:

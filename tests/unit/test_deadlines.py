@@ -25,6 +25,7 @@ def endpoint() -> str:
 def test_a_call_returns_its_result_or_raises_its_error() -> None:
     lane = CallLane(endpoint(), name="lane")
     assert lane.run(lambda: 42, timeout=SHORT, what="answer") == 42
+
     def fail() -> None:
         raise KeyError("missing")
 

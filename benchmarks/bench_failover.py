@@ -13,6 +13,9 @@ medians of the rounds, and the ratio also as the median of each round's own rati
   store read every 5 s, MessageIds given), time per message and the ratio (goal: at most 1.1);
 - **skip helper in memory**: :meth:`ProcessedLog.decide` plus :meth:`ProcessedLog.record` per
   message, with a log holding 100,000 entries;
+- **deadline lane**: what handing one call to a
+  :class:`~replication.transport.deadlines.CallLane` and waiting for it costs (a call that does
+  nothing; every SDK call of the failover clients pays it once);
 - **consumer**: N messages received in batches of 50 and completed, with a bare SDK receiver
   and with :class:`~replication.failover.FailoverConsumer` (every batch screened by the log,
   its entries appended to the log's blob before the batch is completed), per message and the
@@ -44,6 +47,7 @@ from replication.drill._processes import azurite
 from replication.failover import FailoverConsumer, FailoverPublisher, FailoverStore, ProcessedLog
 from replication.failover._origin import OriginPosition
 from replication.hosts.local import emulator_process
+from replication.transport.deadlines import CallLane
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "active-passive-failover.json"
@@ -158,6 +162,21 @@ DRILLS = {
 }
 
 
+def lane_cost(calls: int = 2000, rounds: int = 5) -> float:
+    """Seconds one :meth:`CallLane.run` of a call that does nothing costs (median of rounds)."""
+    lane = CallLane("bench:0", name="bench")
+    for _ in range(200):
+        lane.run(lambda: None, timeout=10, what="warm up")
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for _ in range(calls):
+            lane.run(lambda: None, timeout=10, what="nothing")
+        samples.append((time.perf_counter() - started) / calls)
+    lane.retire()
+    return statistics.median(samples)
+
+
 def drill(arguments: list[str]) -> dict[str, object]:
     result = subprocess.run(
         [
@@ -228,6 +247,7 @@ def costs(args: argparse.Namespace) -> None:
         "skip helper in memory (decide + record, 100,000 entries): "
         f"{skip_helper_cost() * 1e6:.2f} µs/message"
     )
+    print(f"deadline lane (a thread handoff per SDK call): {lane_cost() * 1e6:.0f} µs per call")
     print(
         f"consumer (batches of 50): bare SDK {get_bare * 1000:.2f} ms/message, FailoverConsumer "
         f"{get_failover * 1000:.2f} ms/message: {get_failover / get_bare:.2f}x "

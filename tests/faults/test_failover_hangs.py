@@ -369,6 +369,8 @@ def test_a_consumer_keeps_returning_while_its_namespace_hangs_and_follows_a_swit
                     followed = time.monotonic() - switched
                 handle(batch)
             assert followed is not None
+            # The promise: within its poll interval plus one read, and the receive in hand.
+            assert followed <= 0.5 + CALL + (1 + CALL) + MARGIN
         within(CALL + MARGIN, consumer.checkpoint, "checkpoint")
     finally:
         within(CALL + MARGIN, consumer.close, "close")

@@ -51,7 +51,7 @@ from replication.failover.switching import switch
 from replication.topology import Topology, load_topology
 from tests.e2e.test_failover_clients import bind, replicate
 
-from .harness import eventually
+from .harness import eventually, failover_consumer
 from .proxy import tcp_proxy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -391,21 +391,14 @@ def test_a_consumer_keeps_returning_while_its_namespace_hangs_and_follows_a_swit
 def consumer_process(
     site: Site, app: str, log: Path, storage: str | None = None
 ) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "SB_PRIMARY": site.nodes["primary"].connection_string,
-        "SB_SECONDARY": site.nodes["secondary"].connection_string,
-        "FAILOVER_STORAGE": storage or site.storage,
-        "PYTHONPATH": str(ROOT),
-    }
-    with log.open("ab") as output:
-        return subprocess.Popen(
-            [
-                sys.executable, str(ROOT / "examples" / "failover_consumer.py"), "--app", app,
-                "--entity", "orders", "--subscription", "billing", "--call-timeout", str(CALL),
-            ],
-            cwd=ROOT, env=env, stdout=output, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+    return failover_consumer(
+        log,
+        app=app,
+        primary=site.nodes["primary"].connection_string,
+        secondary=site.nodes["secondary"].connection_string,
+        storage=storage or site.storage,
+        call_timeout=CALL,
+    )
 
 
 def _port(connection_string: str) -> int:
@@ -478,7 +471,7 @@ def test_a_consumer_settles_nothing_and_takes_no_work_while_its_log_cannot_be_pe
     assert set(counts) == set(ids)  # none lost
     twice = sorted(m for m, c in counts.items() if c > 1)
     assert set(twice) <= set(before)  # only the batch it could not record comes again
-    figures["consumer with the store frozen, killed, restarted after a failover"] = (
+    figures["consumer with the store refused, killed, restarted after a failover"] = (
         f"{len(before)} processed before the kill (one batch), {len(twice)} processed again, "
         "0 lost (before the fix: 15 processed and completed, 15 again)"
     )

@@ -40,7 +40,7 @@ what is left, in one place:
   within a deadline.
 
 Defaults: :data:`DEFAULT_CALL_TIMEOUT` (10 s) per call, configurable where each client or
-command is made (``call_timeout=``, ``--call-timeout``); see the README's "Failover" section.
+command is made (``call_timeout=``, ``--call-timeout``); see ``docs/explanation/failover-model.md``.
 """
 
 from __future__ import annotations

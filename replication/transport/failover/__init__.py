@@ -8,6 +8,10 @@
   journal);
 - ``_event_hubs``: partition readers with the application's checkpoint store (a translated start
   time where a partition has no checkpoint), and the removal of stale checkpoints.
+
+Every SDK call here has a deadline (:mod:`replication.transport.deadlines`): the channels' and
+readers' ``call_timeout`` (10 s), the store's ``timeout`` (10 s, with the storage SDK's own
+options); past it a call counts as unreachable, never as a hang.
 """
 
 from ._blobs import (

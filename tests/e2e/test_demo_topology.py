@@ -42,7 +42,14 @@ def test_demo_replicates_every_message_once_and_the_audit_agrees(tmp_path: Path)
     report = json.loads((tmp_path / "audit" / "report.json").read_text())
     assert (report["total_records"], report["unique_messages"]) == (28, 14)
     assert report["regions"] == {
-        region: {"records": 14, "unique_messages": 14, "in_region_duplicates": 0, "missing": 0}
+        region: {
+            "records": 14,
+            "unique_messages": 14,
+            "expected_replicas": 7,
+            "in_region_duplicates": 0,
+            "unexpected_duplicates": 0,
+            "missing": 0,
+        }
         for region in ("weu", "neu")
     }
     assert (report["missing_total"], report["loops"], report["late_records"]) == (0, 0, 0)

@@ -4,10 +4,12 @@ Every part of the project that reads a Service Bus entity (the local host's rece
 heartbeat reader, ``status``, ``redrive``, the Function app's re-read of a batch) builds its
 receiver here:
 
-- :func:`entity_receiver`: a PEEK_LOCK receiver without prefetch of a queue, or of a topic's
-  subscription when one is named, or of either's dead-letter queue; of one session (or the
-  next available one) when asked. Without prefetch, a message is locked only when the caller
-  asks for it, so nothing waits locked in a buffer while a batch is being replicated.
+- :func:`entity_receiver`: a PEEK_LOCK receiver of a queue, or of a topic's subscription when
+  one is named, or of either's dead-letter queue; of one session (or the next available one)
+  when asked. Without prefetch (the default), a message is locked only when the caller asks
+  for it, so nothing waits locked in a buffer while a batch is being replicated; the local
+  host's receive loops ask for a prefetch instead (see ``_loops``: a receiver without prefetch
+  has a second thread reading its connection, which can hand messages over out of order).
 - :func:`source_receiver`: the same for a task's source (an :class:`EntityRef`).
 - :func:`peek_pages`: every message from a sequence number on, page by page, by peeking: no
   lock is taken and no delivery is counted, locked and scheduled messages included.
@@ -41,10 +43,12 @@ def entity_receiver(
     wait: float | None = None,
     auto_lock_renewer: AutoLockRenewer | None = None,
     session_id: str | ServiceBusSessionFilter | None = None,
+    prefetch: int = 0,
 ) -> ServiceBusReceiver:
-    """A PEEK_LOCK receiver without prefetch of a queue, or of a topic's subscription when one
-    is named (of its dead-letter queue with ``dead_letter``); of the session ``session_id``, or
-    ``NEXT_AVAILABLE_SESSION``, when one is given. ``wait``: the SDK's ``max_wait_time``."""
+    """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named (of its
+    dead-letter queue with ``dead_letter``); of the session ``session_id``, or
+    ``NEXT_AVAILABLE_SESSION``, when one is given. ``wait``: the SDK's ``max_wait_time``;
+    ``prefetch``: its ``prefetch_count`` (none by default)."""
     sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
     if subscription is not None:
         return client.get_subscription_receiver(
@@ -52,7 +56,7 @@ def entity_receiver(
             subscription,
             sub_queue=sub_queue,
             max_wait_time=wait,
-            prefetch_count=0,
+            prefetch_count=prefetch,
             auto_lock_renewer=auto_lock_renewer,
             session_id=session_id,
         )
@@ -60,7 +64,7 @@ def entity_receiver(
         entity,
         sub_queue=sub_queue,
         max_wait_time=wait,
-        prefetch_count=0,
+        prefetch_count=prefetch,
         auto_lock_renewer=auto_lock_renewer,
         session_id=session_id,
     )
@@ -73,6 +77,7 @@ def source_receiver(
     wait: float | None,
     auto_lock_renewer: AutoLockRenewer | None = None,
     session_id: str | ServiceBusSessionFilter | None = None,
+    prefetch: int = 0,
 ) -> ServiceBusReceiver:
     """A PEEK_LOCK receiver of a task's Service Bus source (or of its dead-letter queue when
     ``source.dead_letter_queue`` is set), of one session when ``session_id`` is given."""
@@ -84,6 +89,7 @@ def source_receiver(
         wait=wait,
         auto_lock_renewer=auto_lock_renewer,
         session_id=session_id,
+        prefetch=prefetch,
     )
 
 

@@ -8,6 +8,12 @@ the environment of a local run):
 ``REPLICATION_TELEMETRY``                 ``off`` (``false``, ``0``, ``no``, ``none``,
                                           ``disabled``) switches metrics and traces off;
                                           ``console`` prints them in local runs
+``REPLICATION_TELEMETRY_LAG``             ``per-send`` (the default: one ``replication.lag``
+                                          observation per send call, its oldest replica's)
+                                          or ``per-replica`` (one per replica)
+``OTEL_TRACES_SAMPLER`` / ``..._ARG``     which batch spans are recorded, read by the
+                                          OpenTelemetry SDK; unset: parent-based, 10 % of
+                                          the roots (``replication.telemetry``)
 ``APPLICATIONINSIGHTS_CONNECTION_STRING`` the Function app exports to Application Insights
 ``OTEL_EXPORTER_OTLP_ENDPOINT``           local runs export over OTLP/HTTP
 ``REPLICATION_KEY_VAULT_URI``             a vault for the namespaces' ``keyVaultSecret``
@@ -43,6 +49,9 @@ from replication.exceptions import ConfigurationError
 TOPOLOGY_SETTING = "REPLICATION_TOPOLOGY"
 DEFAULT_TOPOLOGY_PATH = "topology.json"
 TELEMETRY_SETTING = "REPLICATION_TELEMETRY"
+TELEMETRY_LAG_SETTING = "REPLICATION_TELEMETRY_LAG"
+LAG_PER_SEND = "per-send"
+LAG_PER_REPLICA = "per-replica"
 CONNECTION_STRING_SETTING = "APPLICATIONINSIGHTS_CONNECTION_STRING"
 OTLP_ENDPOINT_SETTING = "OTEL_EXPORTER_OTLP_ENDPOINT"
 KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
@@ -57,6 +66,20 @@ CONSOLE = "console"
 def telemetry_on(value: str) -> bool:
     """Whether a ``REPLICATION_TELEMETRY`` value leaves telemetry on (the default)."""
     return value.strip().lower() not in OFF_VALUES
+
+
+def _lag_per_replica(value: str) -> bool:
+    """Whether a ``REPLICATION_TELEMETRY_LAG`` value asks for one lag observation per replica
+    (empty or ``per-send``: one per send call)."""
+    chosen = value.strip().lower()
+    if chosen in ("", LAG_PER_SEND):
+        return False
+    if chosen == LAG_PER_REPLICA:
+        return True
+    raise ConfigurationError(
+        f"'{value}' is not one of {LAG_PER_SEND}, {LAG_PER_REPLICA}",
+        source=f"app setting {TELEMETRY_LAG_SETTING}",
+    )
 
 
 class Connection(BaseModel):
@@ -109,6 +132,8 @@ class Settings(BaseModel):
     topology: str = DEFAULT_TOPOLOGY_PATH
     telemetry: str = ""
     """``REPLICATION_TELEMETRY`` as set (see :attr:`telemetry_enabled`)."""
+    lag_per_replica: bool = False
+    """``REPLICATION_TELEMETRY_LAG=per-replica``: one lag observation per replica."""
     app_insights_connection_string: SecretStr | None = None
     otlp_endpoint: str | None = None
     key_vault_uri: str | None = None
@@ -127,6 +152,7 @@ class Settings(BaseModel):
         return cls(
             topology=source.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH),
             telemetry=source.get(TELEMETRY_SETTING, ""),
+            lag_per_replica=_lag_per_replica(source.get(TELEMETRY_LAG_SETTING, "")),
             app_insights_connection_string=(
                 SecretStr(connection_string) if connection_string else None
             ),
@@ -170,9 +196,12 @@ __all__ = [
     "DEFAULT_CONTAINER",
     "DEFAULT_TOPOLOGY_PATH",
     "KEY_VAULT_URI_SETTING",
+    "LAG_PER_REPLICA",
+    "LAG_PER_SEND",
     "OFF_VALUES",
     "OTLP_ENDPOINT_SETTING",
     "STORAGE_SETTING",
+    "TELEMETRY_LAG_SETTING",
     "TELEMETRY_SETTING",
     "TOPOLOGY_SETTING",
     "Connection",

@@ -34,10 +34,14 @@ both threads settle one delivery, a message that stays locked until its lock exp
 lock duration). With a prefetch and ``keep_alive=0`` there is no such thread, so the loops
 receive with a prefetch of one batch (:func:`loop_receiver`): while a batch is in flight the
 next one may already be locked in the SDK's buffer, and its locks are not renewed. A message
-whose lock expired there is still replicated when its turn comes (its completion then fails and
-the broker's redelivery is dropped by the runner's ledger). Only a loop isolating a message the
-SDK cannot decode (:class:`Isolation`) receives without prefetch, one message per call, where
-only one transfer is ever in flight and the keep-alive thread has nothing to reorder.
+whose lock expired there is still replicated when its turn comes, in its order (its completion
+then fails and the broker's redelivery is dropped by the runner's ledger). A batch that failed
+is abandoned and the receiver closed at once, which releases what it had prefetched (a session
+receiver's close releases its session with its unsettled messages): the abandoned messages come
+back first, the prefetched ones behind them, as without prefetch. Only a loop isolating a
+message the SDK cannot decode (:class:`Isolation`) receives without prefetch, one message per
+call, where only one transfer is ever in flight and the keep-alive thread has nothing to
+reorder.
 
 Messages the SDK cannot decode (azure-servicebus 7.15.0, measured against the emulator in
 ``tests/e2e/test_poison_messages.py``) never reach the converters, because the SDK decodes
@@ -169,7 +173,8 @@ def run_servicebus_source(
                     outcome = _run_servicebus_batch(
                         receiver, messages, runner, source=source.entity_path
                     )
-                _settle_batch(receiver, outcome, runner, status)
+                if not _settle_batch(receiver, outcome, runner, status):
+                    return  # reconnect: the prefetched messages go back behind the batch
 
 
 CONCURRENT_SESSIONS = 8
@@ -326,9 +331,9 @@ def _drain_session(
             f"message(s) of session {session.session_id}",
         ):
             outcome = _run_servicebus_batch(receiver, messages, runner, source=source.entity_path)
-        _settle_batch(receiver, outcome, runner, status)
-        if outcome.outcome is not None and outcome.error is None:
-            order.settled(messages)
+        if not _settle_batch(receiver, outcome, runner, status):
+            return  # release the session: the prefetched messages go back behind the batch
+        order.settled(messages)
 
 
 class Sequenced(Protocol):
@@ -767,7 +772,9 @@ def _run_servicebus_batch(
 
 def _settle_batch(
     receiver: ServiceBusReceiver, batch: _ServiceBusBatch, runner: TaskRunner, status: TaskStatus
-) -> None:
+) -> bool:
+    """Settle a batch the runner ran; False when it failed and was abandoned (the caller then
+    closes the receiver, see the module docstring)."""
     for message, rejection in batch.unreadable:
         logger.warning("dead-lettering a message that cannot be read: %s", rejection)
         _settle(receiver.dead_letter_message, message, rejection.reason, str(rejection)[:1024])
@@ -783,7 +790,7 @@ def _settle_batch(
         )
         for message in batch.accepted:
             _settle(receiver.abandon_message, message)
-        return
+        return False
     # A message whose parked copy could only be a notice (too large for the parking entity)
     # stays whole in the source's dead-letter queue, which the notice points to.
     keep = {d.source.sequence_number: d for d in batch.outcome.dead_letter_in_source}
@@ -804,6 +811,7 @@ def _settle_batch(
         len(batch.accepted) + unreadable, parked=len(batch.outcome.dead_lettered) + unreadable
     )
     _log_outcome(runner, batch.outcome)
+    return True
 
 
 def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *args: str) -> None:

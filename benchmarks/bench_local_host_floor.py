@@ -323,7 +323,10 @@ class Variant:
 
 TELEMETRY_OFF = "local host, telemetry off"
 OTLP_EXPORTER = "local host, OTLP exporter"
-"""The telemetry variants' labels (they key the figures that compare them)."""
+OTLP_PER_REPLICA = "local host, OTLP, lag per replica"
+"""The telemetry variants' labels (they key the figures that compare them): the OTLP exporter
+as the host configures it by default, and with ``REPLICATION_TELEMETRY_LAG=per-replica``."""
+PER_REPLICA_SETTING = {"REPLICATION_TELEMETRY_LAG": "per-replica"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -693,6 +696,16 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
                             {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
                         )
                     )
+                    if args.telemetry:
+                        found.append(
+                            Variant(
+                                OTLP_PER_REPLICA + suffix,
+                                kind,
+                                host,
+                                checkout,
+                                {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, **PER_REPLICA_SETTING},
+                            )
+                        )
             variants[kind] = found
         everything = [v for kind in kinds for v in variants[kind]]
         runs: dict[str, list[Run]] = {f"{v.kind}/{v.label}": [] for v in everything}
@@ -727,12 +740,13 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
         )
         if kind == "servicebus":
             by_label = {v.label: runs[f"{kind}/{v.label}"] for v in variants[kind]}
-            for suffix, _ in checkouts:
+            compared = (OTLP_EXPORTER, OTLP_PER_REPLICA) if args.telemetry else (OTLP_EXPORTER,)
+            for suffix, label in ((s, label) for s, _ in checkouts for label in compared):
                 off = by_label[TELEMETRY_OFF + suffix]
-                otlp = by_label[OTLP_EXPORTER + suffix]
+                otlp = by_label[label + suffix]
                 pairs = {"off": off, "otlp": otlp}
                 print(
-                    f"  telemetry{suffix}: OTLP exporter against off: "
+                    f"  telemetry{suffix}: {label.removeprefix('local host, ')} against off: "
                     f"CPU/msg {ratio(pairs, 'otlp', 'off', _cpu)} whole, "
                     f"{ratio(pairs, 'otlp', 'off', _steady_cpu)} steady; "
                     f"wall {ratio(pairs, 'otlp', 'off', _wall)}"
@@ -824,6 +838,10 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
                 (TELEMETRY_OFF, {"REPLICATION_TELEMETRY": "off"}),
                 (OTLP_EXPORTER, {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}),
                 (
+                    OTLP_PER_REPLICA,
+                    {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, **PER_REPLICA_SETTING},
+                ),
+                (
                     EXPORTING,
                     {
                         "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
@@ -866,7 +884,7 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
     print("  against telemetry off, round by round:")
     for suffix, _ in checkouts:
         off = counts[TELEMETRY_OFF + suffix]
-        for label in (OTLP_EXPORTER, EXPORTING):
+        for label in (OTLP_EXPORTER, OTLP_PER_REPLICA, EXPORTING):
             otlp = counts[label + suffix]
             pairs = list(zip(otlp, off, strict=True))
             whole = [a.per_message / b.per_message for a, b in pairs]
@@ -887,7 +905,7 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
             off_fit = fitted[TELEMETRY_OFF + suffix]
             assert off_fit is not None
             off_full = off_fit[0] + off_fit[1] / BATCH
-            for label in (TELEMETRY_OFF, OTLP_EXPORTER, EXPORTING):
+            for label in (TELEMETRY_OFF, OTLP_EXPORTER, OTLP_PER_REPLICA, EXPORTING):
                 fit = fitted[label + suffix]
                 assert fit is not None
                 per_message, per_batch = fit

@@ -37,6 +37,7 @@ from ._setup import (
     TRACES_SAMPLER_SETTING,
     configure_function_app_telemetry,
     configure_local_telemetry,
+    traces_sampler,
     traces_sampler_settings,
 )
 
@@ -63,5 +64,6 @@ __all__ = [
     "skip_reason",
     "telemetry_enabled",
     "trace_context",
+    "traces_sampler",
     "traces_sampler_settings",
 ]

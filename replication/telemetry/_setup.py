@@ -57,6 +57,7 @@ import logging
 import os
 from collections.abc import Mapping
 from types import ModuleType
+from typing import Any
 
 from replication.exceptions import ConfigurationError
 from replication.settings import CONNECTION_STRING_SETTING, CONSOLE, OTLP_ENDPOINT_SETTING, Settings
@@ -109,6 +110,19 @@ DISTRO_SAMPLER_NAMES = {
 """The OpenTelemetry names of the ratio samplers, and what azure-monitor-opentelemetry 1.8.11
 calls them (``TRACE_ID_RATIO_SAMPLER``, ``PARENT_BASED_TRACE_ID_RATIO_SAMPLER`` in its
 ``_constants.py``): it refuses the standard names and falls back to 5 traces a second."""
+
+
+def traces_sampler(environ: Mapping[str, str]) -> Any:
+    """The sampler of a local TracerProvider, an ``opentelemetry.sdk.trace.sampling.Sampler``:
+    None where ``environ`` names one (the SDK reads ``OTEL_TRACES_SAMPLER`` and its argument
+    itself), else :data:`DEFAULT_TRACES_SAMPLER` at the ratio :func:`traces_sampler_settings`
+    gives. Imports the SDK."""
+    default = traces_sampler_settings(environ)
+    if not default:
+        return None
+    sampling = _load("opentelemetry.sdk.trace.sampling", "opentelemetry-sdk")
+    ratio = float(default[TRACES_SAMPLER_ARG_SETTING])
+    return sampling.ParentBased(sampling.TraceIdRatioBased(ratio))
 
 
 def _distro_sampler_settings(environ: Mapping[str, str]) -> dict[str, str]:
@@ -201,14 +215,9 @@ def _install(metric_exporter: object, span_exporter: object) -> None:
     metrics.set_meter_provider(
         sdk_metrics.MeterProvider(resource=resource, metric_readers=[reader])
     )
-    # Without a sampler the SDK reads OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG itself.
-    sampler = None
-    default = traces_sampler_settings(os.environ)
-    if default:
-        sampling = _load("opentelemetry.sdk.trace.sampling", "opentelemetry-sdk")
-        ratio = float(default[TRACES_SAMPLER_ARG_SETTING])
-        sampler = sampling.ParentBased(sampling.TraceIdRatioBased(ratio))
-    tracer_provider = sdk_trace.TracerProvider(resource=resource, sampler=sampler)
+    tracer_provider = sdk_trace.TracerProvider(
+        resource=resource, sampler=traces_sampler(os.environ)
+    )
     tracer_provider.add_span_processor(sdk_trace_export.BatchSpanProcessor(span_exporter))
     trace.set_tracer_provider(tracer_provider)
 
@@ -222,5 +231,6 @@ __all__ = [
     "TRACES_SAMPLER_SETTING",
     "configure_function_app_telemetry",
     "configure_local_telemetry",
+    "traces_sampler",
     "traces_sampler_settings",
 ]

@@ -233,7 +233,8 @@ lint() {
 
 typecheck() {
     log "mypy (strict)"
-    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks examples function_app.py
+    "$VENV/bin/mypy" replication patterns emulator spark tests benchmarks examples docs/hooks \
+        function_app.py
 }
 
 # Processes per tier (pytest-xdist). The fast and tools tiers are CPU-bound: one per core. The
@@ -243,7 +244,11 @@ typecheck() {
 # a file's Spark tests share one SparkSession, and the showcase's tests share one run of it. Its
 # longest files are the two demos' (test_demo.py, test_demo_topology.py): three processes run
 # them beside the Spark tests.
-TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2)
+# The package tier waits on pip and on the processes of the installed commands: three processes.
+# The docs tier builds the site once per process (mkdocs build --strict) and runs the pages' code
+# blocks in page order: by file, so one process has a page's blocks and the build is shared.
+TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2 package:3
+    docs:2:loadfile)
 # The host tier's tests wait on the worker and the emulator (each process starts its own pair).
 HOST_WORKERS=3
 
@@ -285,8 +290,9 @@ host_tier() {
 # (see run_tests). The longest is the wire-bound one; the others share the machine's CPU with it.
 LANES=(
     "emulator faults"
-    "ruff mypy fast tools samples"
+    "ruff mypy fast tools samples docs"
     "spark host"
+    "package"
 )
 
 # What the test tiers need beyond .venv (installed first). They install in the background while
@@ -360,10 +366,13 @@ lane() {
                     pytest_tier tools "${TIER_ARGS[@]}"
             } ;;
             host) { wait_for_setups host && host_tier; } ;;
-            # Azurite (Node.js) for the failover binding store and Event Hubs checkpoints.
-            emulator | faults) { wait_for_node && pytest_tier "$tier" "${TIER_ARGS[@]}"; } ;;
+            # Azurite (Node.js) for the failover binding store and Event Hubs checkpoints (the
+            # package tier's drill from the installed library too).
+            emulator | faults | package) { wait_for_node && pytest_tier "$tier" "${TIER_ARGS[@]}"; } ;;
             # Java for Spark, Chromium for the report page's screenshot, Azurite for the demo.
             spark) { wait_for_setups system && pytest_tier spark "${TIER_ARGS[@]}"; } ;;
+            # mkdocs build --strict, the pages' code blocks, their screenshots (Chromium).
+            docs) { wait_for_setups system && pytest_tier docs "${TIER_ARGS[@]}"; } ;;
             *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;
         esac > "$RESULTS/$tier.log" 2>&1 || status=$?
         (

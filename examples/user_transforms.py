@@ -1,8 +1,9 @@
 """The README's worked transforms: mask a field, enrich from a lookup table, route by a body field.
 
-``examples/user-transforms.json`` names them as ``examples.user_transforms:<function>``; in an
-application of your own they sit beside ``function_app.py`` (``"my_transforms:mask_card"``) or
-are registered in code with :class:`replication.transforms.Transforms`.
+``examples/user-transforms.json`` names them as ``user_transforms:<function>``: a module beside
+the topology file is found there. In an application of your own they sit beside
+``function_app.py`` and ``topology.json`` (``"my_transforms:mask_card"``) or are registered in
+code with :class:`replication.transforms.Transforms`.
 
 Each receives the message as an :class:`~replication.envelope.Envelope` (frozen: ``replace``
 and ``with_properties`` return changed copies) and returns the replica, a list of replicas,

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, WithJsonSchema
 
-from replication.properties import reserved_property_problem
+from replication.properties import REPLICATION_FLAG, RESERVED_PREFIX, reserved_property_problem
 
 
 def _editable(name: str) -> str:
@@ -30,7 +30,26 @@ def _editable(name: str) -> str:
     return name
 
 
-EditableName = Annotated[str, AfterValidator(_editable)]
+def _any_case(text: str) -> str:
+    """A regular expression matching ``text`` in any case (JSON Schema patterns have no flags)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in text)
+
+
+RESERVED_PATTERN = f"^(?:{_any_case(RESERVED_PREFIX)}|{_any_case(REPLICATION_FLAG)}$)"
+"""The reserved names as a regular expression, for the topology's JSON Schema."""
+
+EditableName = Annotated[
+    str,
+    AfterValidator(_editable),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "not": {"pattern": RESERVED_PATTERN},
+            "description": "an application property name; not a replication property "
+            "(repl-*, replication)",
+        }
+    ),
+]
 """An application property name an option may remove, set or rename (not a reserved one)."""
 
-__all__ = ["EditableName"]
+__all__ = ["RESERVED_PATTERN", "EditableName"]

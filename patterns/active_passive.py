@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from replication.durations import format_timespan
+from replication.durations import Duration, format_timespan
 from replication.envelope import Envelope
 from replication.planning import Decision, Pattern, PatternOptions, TaskContext
 from replication.rules import RuleSpec
@@ -27,7 +27,8 @@ from .all_active import LOOP_PREVENTION_ACTION, loop_prevention_rule
 class ActivePassiveOptions(PatternOptions):
     """``replicaTimeToLive``: ISO-8601 duration (``PT2M``) or seconds; must be positive."""
 
-    replica_time_to_live: timedelta = Field(gt=timedelta(0))
+    replica_time_to_live: Duration = Field(gt=timedelta(0))
+    """how long the standby keeps a replica (about twice the failover window)"""
 
 
 def subscription_rule(options: ActivePassiveOptions) -> RuleSpec:

@@ -23,7 +23,9 @@ class ConsolidationOptions(PatternOptions):
     """``setProperties`` and ``renameProperties`` (old name -> new name)."""
 
     set_properties: dict[EditableName, str | int | float | bool] = Field(default_factory=dict)
+    """application properties every replica gets (the source region, say)"""
     rename_properties: dict[EditableName, EditableName] = Field(default_factory=dict)
+    """application properties renamed to the common names (old name: new name)"""
 
 
 def normalize(envelope: Envelope, options: ConsolidationOptions) -> Envelope:

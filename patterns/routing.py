@@ -35,7 +35,9 @@ class Route(PatternOptions):
     """One route: a SQL condition and the task targets (``namespace/entity``) it sends to."""
 
     condition: str
+    """a Service Bus SQL filter"""
     targets: list[str] = Field(min_length=1)
+    """the task targets (`namespace/entity`) a message that meets it goes to"""
     _compiled: SqlFilter = PrivateAttr()
 
     @field_validator("condition")
@@ -55,8 +57,11 @@ class RoutingOptions(PatternOptions):
     """``routes``, ``mode`` (``all`` | ``first``) and ``unmatched`` (``deadletter`` | ``skip``)."""
 
     routes: list[Route] = Field(min_length=1)
+    """the routes, in order"""
     mode: Literal["all", "first"] = "all"
+    """`all`: every route a message meets; `first`: the first only"""
     unmatched: Literal["deadletter", "skip"] = "deadletter"
+    """park a message no route takes as `NoRouteMatched`, or skip it"""
 
 
 def _selected_targets(

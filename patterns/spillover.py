@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from pydantic import Field
 
+from replication.durations import Duration
 from replication.envelope import Envelope
 from replication.planning import Decision, Pattern, PatternOptions, TaskContext
 
@@ -25,7 +26,8 @@ from .active_passive import capped_time_to_live
 class SpilloverOptions(PatternOptions):
     """``replicaTimeToLive``: optional positive duration for the spilled copies."""
 
-    replica_time_to_live: timedelta | None = Field(default=None, gt=timedelta(0))
+    replica_time_to_live: Duration | None = Field(default=None, gt=timedelta(0))
+    """how long the healthy region keeps a spilled copy (none: the message's own TTL)"""
 
 
 def spilled_copy(envelope: Envelope, options: SpilloverOptions) -> Envelope:

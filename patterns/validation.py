@@ -8,7 +8,8 @@
 - ``bodySchema``: a JSON Schema (draft 4, 6 or 7, written inline) the body, read as JSON, must
   match; compiled to Python once, when the topology loads (fastjsonschema).
 - ``bodyModel``: ``"package.module:Model"``, a pydantic model the body must validate against
-  (``Model.model_validate_json``); imported once, when the topology loads.
+  (``Model.model_validate_json``); imported once, when the topology loads (not when it loads
+  with ``user_code=False``, for tools that never run a task: the validation context says so).
 - ``removeProperties`` (reduce) and ``setProperties`` (enrich) shape the replica; they may not
   name a replication property (``repl-*``, ``replication``), which loop prevention needs.
 
@@ -25,7 +26,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import fastjsonschema
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from replication.envelope import Envelope
 from replication.planning import (
@@ -49,13 +57,21 @@ class ValidationOptions(PatternOptions):
     """See the module docstring for the meaning of each option."""
 
     condition: str | None = None
+    """a Service Bus SQL filter a message must meet"""
     max_body_bytes: int | None = Field(default=None, gt=0)
+    """larger bodies are invalid"""
     required_properties: list[str] = Field(default_factory=list)
+    """application properties a message must carry"""
     remove_properties: list[EditableName] = Field(default_factory=list)
+    """application properties the replica goes without (reduce)"""
     set_properties: dict[EditableName, str | int | float | bool] = Field(default_factory=dict)
+    """application properties the replica gets (enrich)"""
     on_invalid: Literal["deadletter", "skip"] = "deadletter"
+    """park an invalid message as `ValidationFailed`, or skip it with a logged reason"""
     body_schema: dict[str, Any] | None = None
+    """a JSON Schema (draft 4, 6 or 7) the body must match"""
     body_model: str | None = None
+    """`package.module:Model`, a pydantic model the body must validate against"""
     _compiled: SqlFilter | None = PrivateAttr(default=None)
     _schema: Callable[[Any], Any] | None = PrivateAttr(default=None)
     _model: type[BaseModel] | None = PrivateAttr(default=None)
@@ -76,8 +92,8 @@ class ValidationOptions(PatternOptions):
 
     @field_validator("body_model")
     @classmethod
-    def _imports(cls, value: str | None) -> str | None:
-        if value is not None:
+    def _imports(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and _user_code(info.context):
             _import_model(value)
         return value
 
@@ -86,7 +102,7 @@ class ValidationOptions(PatternOptions):
             self._compiled = SqlFilter(self.condition)
         if self.body_schema is not None:
             self._schema = _compile_schema(self.body_schema)
-        if self.body_model is not None:
+        if self.body_model is not None and _user_code(context):
             self._model = _import_model(self.body_model)
 
     def problem(self, envelope: Envelope) -> str | None:
@@ -111,6 +127,12 @@ class ValidationOptions(PatternOptions):
                 where = ".".join(str(part) for part in item["loc"]) or "body"
                 return f"body does not match bodyModel {self.body_model}: {where}: {item['msg']}"
         return None
+
+
+def _user_code(context: object) -> bool:
+    """Whether the validation context lets options import the app's code (``bodyModel``):
+    the topology loads with ``user_code=False`` for tools that never run a task."""
+    return not (isinstance(context, dict) and context.get("user_code") is False)
 
 
 def _compile_schema(schema: dict[str, Any]) -> Callable[[Any], Any]:

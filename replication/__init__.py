@@ -41,6 +41,9 @@ from replication.exceptions import (
 )
 from replication.loops import should_forward
 
+__version__ = "0.1.0"
+"""The distribution's version (``pyproject.toml`` reads it from here; ``replication --version``)."""
+
 __all__ = [
     "ConfigurationError",
     "Envelope",

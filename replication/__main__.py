@@ -4,4 +4,4 @@ import sys
 
 from replication.cli import main
 
-sys.exit(main())
+sys.exit(main(prog="python -m replication"))

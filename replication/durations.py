@@ -7,13 +7,36 @@
 - .NET TimeSpan (``[-][d.]hh:mm:ss[.fffffff]``): what Service Bus SQL rule actions take for
   ``sys.TimeToLive``. No maintained Python library writes it, so :func:`format_timespan` does;
   the SQL grammar parses it (``replication.sql``).
+
+:data:`Duration` is the duration type of the topology file's records and the patterns' options:
+ISO-8601 text (parsed here, so that ``"2 minutes"`` or ``"10s"`` is refused with "expected an
+ISO-8601 duration such as PT2M or P1D" rather than pydantic's "invalid character in hour") or a
+number of seconds. The topology's JSON Schema says the same (:data:`ISO8601_PATTERN`), so an
+editor refuses what the loader refuses.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from typing import Annotated
 
 import isodate
+from pydantic import BeforeValidator
+
+EXPECTED = "expected an ISO-8601 duration such as PT2M or P1D"
+"""The start of every message about a duration that is not one."""
+
+_NUMBER = r"\d+(?:[.,]\d+)?"
+ISO8601_PATTERN = (
+    rf"^P(?!$)(?:{_NUMBER}W|(?:{_NUMBER}D)?(?:T(?=\d)(?:{_NUMBER}H)?(?:{_NUMBER}M)?"
+    rf"(?:{_NUMBER}S)?)?)$"
+)
+"""The ISO-8601 durations :func:`parse_iso8601` accepts, as a regular expression for the JSON
+Schema: weeks, or days and a time of hours, minutes and seconds (no years or months, no sign:
+no duration of the topology file may be negative)."""
+
+_SIGNED = re.compile("^-?" + ISO8601_PATTERN.removeprefix("^"))
 
 
 def format_iso8601(value: timedelta) -> str:
@@ -28,13 +51,34 @@ def parse_iso8601(text: object) -> timedelta:
         ValueError: not such a duration; years and months are refused because their length
             depends on the calendar.
     """
+    value = str(text)
     try:
-        parsed = isodate.parse_duration(str(text))
+        parsed = isodate.parse_duration(value)
     except (isodate.ISO8601Error, ValueError):
-        raise ValueError(f"{text!r} is not an ISO-8601 duration such as PT1M") from None
-    if not isinstance(parsed, timedelta):
-        raise ValueError(f"{text!r}: years and months have no fixed length; use days")
+        parsed = None
+    if parsed is not None and not isinstance(parsed, timedelta):
+        raise ValueError(f"{EXPECTED}, got {text!r}: years and months have no fixed length")
+    # isodate also takes "PT" and "P1DT"; the pattern (the schema's, signed) does not.
+    if parsed is None or _SIGNED.fullmatch(value) is None:
+        raise ValueError(f"{EXPECTED}, got {text!r}")
     return parsed
+
+
+def _duration(value: object) -> object:
+    """A topology value as a duration: ISO-8601 text parsed, numbers left to pydantic (seconds),
+    anything else refused with the same message as bad text."""
+    if isinstance(value, str):
+        return parse_iso8601(value)
+    if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
+        raise ValueError(f"{EXPECTED}, got {value!r}")
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_duration)]
+"""A duration in the topology file: ISO-8601 text (``PT2M``, ``P1D``, ``PT0.5S``) or a number
+of seconds. Bounds (``gt``, ``ge``, ``le``) go beside it in ``Annotated`` as usual; the
+topology's JSON Schema (:mod:`replication.topology._schema`) writes it as
+:data:`ISO8601_PATTERN` or a number within those bounds."""
 
 
 def format_timespan(value: timedelta) -> str:
@@ -53,4 +97,11 @@ def format_timespan(value: timedelta) -> str:
     return sign + text
 
 
-__all__ = ["format_iso8601", "format_timespan", "parse_iso8601"]
+__all__ = [
+    "EXPECTED",
+    "ISO8601_PATTERN",
+    "Duration",
+    "format_iso8601",
+    "format_timespan",
+    "parse_iso8601",
+]

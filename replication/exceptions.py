@@ -179,7 +179,7 @@ class OriginalMustStayError(ReplicationError):
     ``maxDeliveryCount`` deliveries, where the notice points. Its batch-mates come back with
     it; the runner's ledger (and the targets' duplicate detection on another instance) keeps
     them from being sent twice, but those delivered with it every time reach the dead-letter
-    queue too, already replicated (README, "Parking").
+    queue too, already replicated (``docs/explanation/parking.md``).
     """
 
     def __init__(self, task: str, message_ids: Sequence[str]) -> None:
@@ -258,6 +258,21 @@ class TransformSignatureError(ReplicationError, ValueError):
     """The object named as a transform cannot be called with one message."""
 
 
+class MissingExtraError(ReplicationError, ImportError):
+    """A feature needs an optional part of the distribution that is not installed; the message
+    names the extra to install (``replication.extras``). An ImportError too, so code that
+    guards an optional import the usual way still catches it."""
+
+    def __init__(self, message: str, *, extra: str):
+        super().__init__(message)
+        self.extra = extra
+
+
+class MissingProgramError(ReplicationError):
+    """A feature needs a program outside Python (Java for PySpark) that is missing or too old;
+    the message says what to install."""
+
+
 class DrillSetupError(ReplicationError):
     """A process of the drill did not start; the message holds its last output."""
 
@@ -273,6 +288,8 @@ __all__ = [
     "MalformedReplicationPropertyError",
     "MemoryStoreUnavailableError",
     "MessageRejectedError",
+    "MissingExtraError",
+    "MissingProgramError",
     "OriginalMustStayError",
     "OriginalNotAvailableError",
     "PermanentForwardError",

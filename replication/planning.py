@@ -12,20 +12,18 @@ into that model, and hands the same object to every hook.
 
 The pattern modules themselves (one per pattern) live in the repository's top-level
 ``patterns/`` folder. The library never imports them by a fixed name: :func:`load_pattern`
-imports ``<package>.<module>`` from :func:`patterns_package`, which is ``replication.patterns``
-where the library is installed as a wheel (``setup.py`` installs the ``patterns/`` folder
-there, so no generic top-level name lands in site-packages) and the top-level ``patterns``
-package in a checkout and in the Function app deployed as the repository's files. Adding a
-pattern is one module in ``patterns/`` and one line in ``_REGISTRY``; modules are imported
-lazily, so a misspelt name costs nothing and gets a "did you mean" from the topology validator.
+imports ``<package>.<module>`` from :data:`replication.layout.PATTERNS`, which is
+``replication.patterns`` where the library is installed as a wheel and the top-level
+``patterns`` package in a checkout and in the Function app deployed as the repository's files.
+Adding a pattern is one module in ``patterns/`` and one line in ``_REGISTRY``; modules are
+imported lazily, so a misspelt name costs nothing and gets a "did you mean" from the topology
+validator.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
-import importlib.util
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -33,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from replication.envelope import Envelope
+from replication.layout import PATTERNS
 from replication.rules import RuleSpec
 
 
@@ -40,7 +39,11 @@ class PatternOptions(BaseModel):
     """Base of every ``<Pattern>Options`` model: camelCase keys, unknown keys rejected."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
     )
 
 
@@ -158,30 +161,16 @@ _REGISTRY: dict[str, str] = {
 
 PATTERN_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
-INSTALLED_PATTERNS_PACKAGE = "replication.patterns"
-CHECKOUT_PATTERNS_PACKAGE = "patterns"
-
-
-@functools.cache
-def patterns_package() -> str:
-    """Where the pattern modules are imported from: ``replication.patterns`` in an installed
-    wheel, else the checkout's (or deployed app's) top-level ``patterns`` package."""
-    if importlib.util.find_spec(INSTALLED_PATTERNS_PACKAGE) is not None:
-        return INSTALLED_PATTERNS_PACKAGE
-    return CHECKOUT_PATTERNS_PACKAGE
-
 
 def load_pattern(name: str) -> Pattern[Any]:
     """The pattern registered as ``name`` (KeyError for an unknown name; the topology checks
     names with a "did you mean" before anything loads a pattern)."""
-    module = importlib.import_module(f"{patterns_package()}.{_REGISTRY[name]}")
+    module = importlib.import_module(f"{PATTERNS.module()}.{_REGISTRY[name]}")
     pattern: Pattern[Any] = module.PATTERN
     return pattern
 
 
 __all__ = [
-    "CHECKOUT_PATTERNS_PACKAGE",
-    "INSTALLED_PATTERNS_PACKAGE",
     "PATTERN_NAMES",
     "DeadLetter",
     "Decision",
@@ -196,5 +185,4 @@ __all__ = [
     "no_checks",
     "no_sql_conditions",
     "no_subscription_rule",
-    "patterns_package",
 ]

@@ -36,6 +36,7 @@ class SpecModel(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
+        use_attribute_docstrings=True,
     )
 
 
@@ -84,13 +85,16 @@ class CorrelationFilterSpec(SpecModel):
     reply_to_session_id: str | None = None
     content_type: str | None = None
     properties: dict[str, CorrelationPropertyValue] = Field(default_factory=dict)
+    """application properties that must match; values are strings only"""
 
 
 class RuleFilterSpec(SpecModel):
     """Exactly one of a SQL filter expression or a correlation filter."""
 
     sql: str | None = None
+    """a SQL filter expression (Service Bus's rule language)"""
     correlation: CorrelationFilterSpec | None = None
+    """a correlation filter: every field given must match exactly"""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> RuleFilterSpec:
@@ -103,8 +107,11 @@ class RuleSpec(SpecModel):
     """A subscription rule: a filter and an optional SQL action."""
 
     name: Annotated[str, Field(min_length=1, max_length=50)]
+    """the rule's name (`$Default` replaces the rule Service Bus adds to every subscription)"""
     filter: RuleFilterSpec
+    """which messages the subscription takes"""
     action: str | None = None
+    """a SQL rule action run on each message the filter takes (`SET replication = 1`)"""
 
     @model_validator(mode="after")
     def _parses(self) -> RuleSpec:

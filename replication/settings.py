@@ -1,7 +1,8 @@
 """The app settings, read once at start into one typed object.
 
 Every setting the library reads, by the name it has in the Function app's configuration (and in
-the environment of a local run):
+the environment of a local run); the first eight are read into :class:`Settings`, the others
+by the feature that needs them:
 
 ========================================  ===================================================
 ``REPLICATION_TOPOLOGY``                  the topology file (default ``topology.json``)
@@ -25,6 +26,16 @@ the environment of a local run):
 ``<connection>`` and ``<connection>__*``  one namespace's access, per ``connection`` prefix of
                                           the topology (see :mod:`replication.transport.
                                           connections`)
+``OTEL_METRIC_EXPORT_INTERVAL``           local runs: milliseconds between metric exports
+                                          (default 15 s; read by ``replication.telemetry``)
+``REPLICATION_FAILOVER_STORAGE``          the failover clients' binding store and logs (a
+                                          storage connection string; else
+                                          ``AzureWebJobsStorage``), read by
+                                          ``replication.failover``
+``REPLICATION_FAILOVER_CONTAINER``        their blob container (default
+                                          ``replication-failover``)
+``REPLICATION_AZURITE``                   ``drill``: the Azurite command to start (default:
+                                          ``node_modules/.bin/azurite-blob``, then ``PATH``)
 ========================================  ===================================================
 
 The connection prefixes come from the topology: :meth:`Settings.from_environ` reads the ones it

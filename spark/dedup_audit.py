@@ -1,13 +1,15 @@
 """Duplicate audit of replicated messages across regions.
 
-    dedup_audit --input REGION=PATH [--input REGION=PATH ...] --format json|parquet|capture
+    replication audit --input REGION=PATH [--input REGION=PATH ...] --format json|parquet|capture
                 --watermark "30 seconds" --output DIR [--expect SRC:DST ...]
                 [--streaming [--topology topology.json]]
 
-Runs unchanged as ``spark-submit spark/dedup_audit.py ...`` (ship the ``replication`` package
-with ``--py-files``, see spark/README.md) and as ``python -m spark.dedup_audit ...`` (local
-``local[*]`` session). REGION labels must be the namespaces' logical names from the topology:
-they are compared with ``repl-origin`` / ``repl-path``.
+Runs as ``replication audit ...`` and ``python -m replication.audit ...`` (a local ``local[*]``
+session unless ``--master`` says otherwise), and unchanged as a file, ``spark-submit
+.../dedup_audit.py ...``, where ``replication`` is importable (installed, or shipped with
+``--py-files``; see spark/README.md). In a checkout the package is the top-level ``spark``.
+REGION labels must be the namespaces' logical names from the topology: they are compared with
+``repl-origin`` / ``repl-path``.
 
 Writes ``DIR/unique/`` (parquet, one row per message id: its first copy), ``DIR/duplicates/``
 (parquet, every other copy), ``DIR/report.json`` and ``DIR/report.html``.
@@ -31,22 +33,26 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
-    # Run as a file (spark-submit spark/dedup_audit.py): make the repository root importable.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = "spark"
+    # Run as a file (spark-submit .../dedup_audit.py): import it as the package it is part of,
+    # ``replication.audit`` where the wheel installed it, ``spark`` in a checkout.
+    _HERE = Path(__file__).resolve().parent
+    _INSTALLED = _HERE.name == "audit" and _HERE.parent.name == "replication"
+    sys.path.insert(0, str(_HERE.parents[1] if _INSTALLED else _HERE.parent))
+    __package__ = "replication.audit" if _INSTALLED else "spark"
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from replication.exceptions import ConfigurationError
 from replication.exit_codes import ExitCode
-from spark import _audit as audit
-from spark._html import LISTED_IDS, Charts, Listing, render
-from spark._inputs import InputError, read_inputs
-from spark._schema import ENQUEUED, MESSAGE_ID, REGION
-from spark._streaming import deduplicate_stream, stream_watermark
 
-logger = logging.getLogger("spark.dedup_audit")
+from . import _audit as audit
+from ._html import LISTED_IDS, Charts, Listing, render
+from ._inputs import InputError, read_inputs
+from ._schema import ENQUEUED, MESSAGE_ID, REGION
+from ._streaming import deduplicate_stream, stream_watermark
+
+logger = logging.getLogger("replication.audit")
 
 DEFAULT_WATERMARK = "30 seconds"
 """How far apart in their own enqueue times copies may be before they count as late (and a
@@ -263,8 +269,11 @@ def _size_shuffles_for_local_runs(spark: SparkSession) -> None:
         spark.conf.set("spark.sql.shuffle.partitions", str(2 * context.defaultParallelism))
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="dedup_audit", description=__doc__.split("\n\n")[0])
+DESCRIPTION = __doc__.split("\n\n")[0]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the audit's arguments to ``parser`` (``replication audit`` and this module's own)."""
     parser.add_argument("--input", action="append", required=True, metavar="REGION=PATH")
     parser.add_argument("--format", choices=["json", "parquet", "capture"], default="json")
     parser.add_argument(
@@ -281,38 +290,64 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "retry.outageTolerance of this topology (default: the default tolerance, 1 hour)",
     )
     parser.add_argument("--master", help="Spark master when none is configured (local[*])")
-    args = parser.parse_args(argv)
+
+
+def prepare(args: argparse.Namespace) -> None:
+    """Check the arguments together and derive ``inputs``, ``expect_pairs`` and
+    ``watermark_seconds`` from them.
+
+    Raises:
+        argparse.ArgumentTypeError: what is wrong, in one line.
+    """
     if args.topology and not args.streaming:
-        parser.error("--topology sets the watermark of --streaming; add --streaming")
+        raise argparse.ArgumentTypeError(
+            "--topology sets the watermark of --streaming; add --streaming"
+        )
     inputs: dict[str, str] = {}
     for item in args.input:
         region, sep, path = item.partition("=")
         if not sep or not region or not path:
-            parser.error(f"--input {item!r}: expected REGION=PATH")
+            raise argparse.ArgumentTypeError(f"--input {item!r}: expected REGION=PATH")
         if region in inputs:
-            parser.error(f"--input: region {region!r} given twice")
+            raise argparse.ArgumentTypeError(f"--input: region {region!r} given twice")
         inputs[region] = path
     if len(inputs) > audit.MAX_REGIONS:
-        parser.error(f"--input: {len(inputs)} regions, at most {audit.MAX_REGIONS} are supported")
+        raise argparse.ArgumentTypeError(
+            f"--input: {len(inputs)} regions, at most {audit.MAX_REGIONS} are supported"
+        )
     expect: list[tuple[str, str]] = []
     for item in args.expect:
         source, sep, target = item.partition(":")
         if not sep or source not in inputs or target not in inputs:
-            parser.error(f"--expect {item!r}: expected SRC:DST with regions from --input")
+            raise argparse.ArgumentTypeError(
+                f"--expect {item!r}: expected SRC:DST with regions from --input"
+            )
         expect.append((source, target))
+    args.watermark_seconds = watermark_seconds(args.watermark or DEFAULT_WATERMARK)
+    args.inputs, args.expect_pairs = inputs, expect
+
+
+def parse_args(argv: list[str] | None, *, prog: str = "replication audit") -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    configure(parser)
+    args = parser.parse_args(argv)
     try:
-        args.watermark_seconds = watermark_seconds(args.watermark or DEFAULT_WATERMARK)
+        prepare(args)
     except argparse.ArgumentTypeError as error:
         parser.error(str(error))
-    args.inputs, args.expect_pairs = inputs, expect
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str = "replication audit") -> int:
+    """The audit as its own program: parse ``argv``, log at INFO, :func:`run`."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    args = parse_args(argv)
+    return run(parse_args(argv, prog=prog))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Audit what ``args`` (:func:`configure`, :func:`prepare`) names; the exit code."""
     if args.streaming:
         try:
             explicit = args.watermark_seconds if args.watermark else None

@@ -1,7 +1,7 @@
 """Settings for the whole suite: its tiers, a guard that keeps the fast tier fast, and the
 ``figures`` fixture every tier shares (fixtures live beside the tests that use them).
 
-Every test belongs to exactly one tier, named by its markers (README, "Tests"):
+Every test belongs to exactly one tier, named by its markers (``docs/development.md``):
 
 ========  =================================================================================
 tier      what it needs
@@ -13,6 +13,10 @@ faults    one emulator process per namespace, killed and restarted (``faults``)
 spark     a local SparkSession (``spark``; the demo too)
 samples   Microsoft's SDK samples against the emulator (``samples``)
 tools     the Azure CLI and checkov, each from its own environment (``tools``, tests/infra)
+package   the built distribution in clean environments outside the repository (``package``,
+          tests/package)
+docs      the documentation site built with ``mkdocs build --strict``, its code blocks run,
+          its pages in headless Chromium (``docs``, tests/docs)
 ========  =================================================================================
 
 A bare ``pytest`` (no paths, no ``-m``) runs the fast tier only. Naming paths runs every tier
@@ -37,7 +41,7 @@ import pytest
 
 collect_ignore = ["host"]
 
-SLOW_TIERS = ("samples", "spark", "faults", "emulator", "tools")
+SLOW_TIERS = ("package", "samples", "spark", "faults", "emulator", "tools", "docs")
 """The tiers named by a marker, in precedence order: the demo (``emulator`` and ``spark``) is
 in the Spark tier, a fault test (``faults`` and ``emulator``) in the fault tier."""
 FAST = "fast"
@@ -50,6 +54,8 @@ TIER_PATHS = {
     "spark": ("tests/spark", "tests/e2e/test_demo.py", "tests/e2e/test_demo_topology.py"),
     "samples": ("tests/samples",),
     "tools": ("tests/infra",),
+    "package": ("tests/package",),
+    "docs": ("tests/docs",),
 }
 """Where each tier's tests live. ``./dev.sh test`` collects only these for a tier, because every
 pytest-xdist process collects what it is given (all of ``tests/`` costs seconds of CPU a

@@ -1,6 +1,9 @@
 #!/usr/bin/env sh
 # Render infra/main.parameters.json from the topology (default topology.json; set
-# REPLICATION_TOPOLOGY to use another file). Used by `azd up` as its preprovision hook.
+# REPLICATION_TOPOLOGY to use another file). Used by `azd up` as its preprovision hook, in this
+# repository and in an app made with `replication init`: it needs nothing but requirements.txt
+# (installed into .venv when there is none), which installs the library in such an app and its
+# dependencies in this repository, where `python -m replication` is the checkout's.
 set -eu
 cd "$(dirname "$0")/../.."
 TOPOLOGY="${REPLICATION_TOPOLOGY:-topology.json}"
@@ -12,6 +15,7 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
     .venv/bin/python -m pip install --quiet -r requirements.txt
 fi
-.venv/bin/python -m replication lint-rules --topology "$TOPOLOGY" --bicep-root infra
+# Checks the topology's SQL rules, and infra/'s Bicep literals where the `lint` extra is installed.
+.venv/bin/python -m replication lint-rules --topology "$TOPOLOGY"
 .venv/bin/python -m replication render bicep-params --topology "$TOPOLOGY" \
     --output infra/main.parameters.json

@@ -1,21 +1,24 @@
-"""The ``replication`` command line (``python -m replication COMMAND ...``).
+"""The ``replication`` command line (``replication COMMAND ...``, or ``python -m replication``).
 
 Each command is one module of this package with ``configure(parser)``, which adds its
 arguments, and ``run(args) -> int``, which does the work and returns an
-:class:`~replication.exit_codes.ExitCode`. :data:`COMMANDS` names them with a one-line help; a
-command's module is imported only when that command is chosen, so ``validate`` does not load
-the Azure SDKs that ``run`` needs and ``--help`` loads nothing.
+:class:`~replication.exit_codes.ExitCode`. :data:`COMMANDS` names them with a one-line help and
+the extras they need (:mod:`replication.extras`); a command's module is imported only when that
+command is chosen, so ``validate`` does not load the Azure SDKs that ``run`` needs and
+``--help`` loads nothing.
 
 A :class:`~replication.exceptions.ReplicationError` ends the command with a one-line message
-and exit code 2 (``CONFIGURATION``), never a traceback. ``-v`` works before or after the
-command name.
+and exit code 2 (``CONFIGURATION``), never a traceback; so does a command whose extra is not
+installed, before anything of it is imported (``--help`` included). An argument the chosen
+command does not know is reported with that command's usage. ``-v`` works before or after the
+command name; ``--version`` prints the distribution's version.
 
 The chosen command's module is imported with the cyclic garbage collector paused
 (:func:`_collector_paused`): importing ``run`` leaves about 50,000 objects the collector tracks
 (module dictionaries, functions, classes, the pydantic topology models), almost none of them
 garbage, and the 120 or so automatic collections it would trigger meanwhile find next to
 nothing; pausing it saves about 1.1 % of the instructions ``run`` spends starting (issue 26;
-README, "The local host against the SDK's floor"). The collector runs again as soon as the
+``docs/benchmarks.md``; the history in ``CHANGELOG.md``). The collector runs again as soon as the
 imports are done.
 """
 
@@ -26,20 +29,28 @@ import contextlib
 import gc
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from replication.exceptions import ReplicationError
+from replication import __version__
+from replication.exceptions import MissingExtraError, ReplicationError
 from replication.exit_codes import ExitCode
+from replication.extras import require
+from replication.transforms import add_code_root
+
+PROG = "replication"
+"""The console script's name; ``python -m replication`` passes its own spelling."""
 
 
 @dataclass(frozen=True)
 class Command:
-    """A command: its one-line help and the module that implements it."""
+    """A command: its one-line help, the module that implements it and the extras it needs."""
 
     help: str
     module: str
+    extras: tuple[str, ...] = ()
 
 
 COMMANDS: dict[str, Command] = {
@@ -53,7 +64,7 @@ COMMANDS: dict[str, Command] = {
         "replication.cli.status",
     ),
     "lint-rules": Command(
-        "parse every SQL filter and action of the topology and the Bicep files",
+        "parse every SQL filter and action of the topology (and of Bicep files: extra 'lint')",
         "replication.cli.lint_rules",
     ),
     "redrive": Command(
@@ -71,12 +82,32 @@ COMMANDS: dict[str, Command] = {
     "drill": Command(
         "kill a primary, switch, restore, fail back on this machine, and measure it",
         "replication.cli.drill",
+        extras=("local",),
     ),
     "render": Command("generate configuration from the topology", "replication.cli.render"),
+    "schema": Command(
+        'print the topology file\'s JSON Schema (for "$schema" in your topology)',
+        "replication.cli.schema",
+    ),
+    "init": Command(
+        "create an app of your own: function_app.py, topology, settings, infra/, azure.yaml",
+        "replication.cli.init",
+    ),
+    "emulator": Command(
+        "serve a topology's namespaces on a local AMQP emulator the Azure SDKs talk to",
+        "replication.cli.emulator",
+        extras=("local",),
+    ),
+    "audit": Command(
+        "the Spark duplicate audit: duplicates, losses, lag and loops across regions",
+        "replication.cli.audit",
+        extras=("audit",),
+    ),
     "demo": Command(
         "every pattern on the local emulator, counted from what the brokers hold (or one "
         "--topology), the mesh audited with Spark",
         "replication.cli.demo",
+        extras=("local",),
     ),
 }
 
@@ -87,21 +118,26 @@ def _verbose(parser: argparse.ArgumentParser, *, default: object) -> None:
     )
 
 
-def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
-    """The parser; only the ``chosen`` command's module is imported to add its arguments."""
+def build_parser(
+    chosen: str | None = None, *, prog: str = PROG
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser and each command's subparser; only the ``chosen`` command's module is
+    imported to add its arguments."""
     parser = argparse.ArgumentParser(
-        prog="python -m replication",
-        description="Message replication for Azure Service Bus and Event Hubs.",
+        prog=prog, description="Message replication for Azure Service Bus and Event Hubs."
     )
     _verbose(parser, default=False)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands: dict[str, argparse.ArgumentParser] = {}
     for name, command in COMMANDS.items():
         subparser = subparsers.add_parser(name, help=command.help, description=command.help)
         # SUPPRESS: a -v given before the command is not reset by the sub-command's default.
         _verbose(subparser, default=argparse.SUPPRESS)
         if name == chosen:
             importlib.import_module(command.module).configure(subparser)
-    return parser
+        commands[name] = subparser
+    return parser, commands
 
 
 @contextlib.contextmanager
@@ -120,12 +156,23 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return next((arg for arg in argv if arg in COMMANDS), None)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     chosen = _chosen(arguments)
+    if chosen is not None:
+        try:
+            for extra in COMMANDS[chosen].extras:
+                require(extra, needed_by=f"{prog} {chosen}")
+        except MissingExtraError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return ExitCode.CONFIGURATION
     with _collector_paused():
-        parser = build_parser(chosen)
-    args = parser.parse_args(arguments)
+        parser, commands = build_parser(chosen, prog=prog)
+    args, unknown = parser.parse_known_args(arguments)
+    if unknown:
+        commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    # As ``python -m`` would: the app's own modules may sit in the working directory.
+    add_code_root(os.getcwd(), "the current directory")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -144,4 +191,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "PROG", "Command", "build_parser", "main"]

@@ -1,13 +1,59 @@
-"""Arguments several commands share: the topology file, and the transforms registered in code."""
+"""Arguments several commands share: the topology file, the transforms registered in code, and
+the argument types of counts and seconds.
+
+A count or a time that cannot be meant (``--messages -1``, ``--timeout 0``, ``--cap nan``) is
+refused by argparse with the command's usage, one line naming the argument and exit code 2,
+before anything runs: ``replication plan: error: argument --messages: must be 1 or more, got
+-1``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+from pathlib import Path
 
 from replication.exceptions import ConfigurationError
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.topology import Topology, load_topology
-from replication.transforms import CodeReferenceError, Transforms, import_reference
+from replication.transforms import CodeReferenceError, Transforms, add_code_root, import_reference
+
+
+def positive_int(text: str) -> int:
+    """A count of at least one (messages, processes, a cap)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A time in seconds greater than zero (a timeout, an idle period)."""
+    value = _seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def non_negative_seconds(text: str) -> float:
+    """A time in seconds of zero or more (a pause that may be skipped)."""
+    value = _seconds(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 seconds or more, got {text}")
+    return value
 
 
 def add_topology_option(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +84,8 @@ def topology_of(args: argparse.Namespace, *, user_code: bool = True) -> Topology
     """
     transforms = None
     if user_code and getattr(args, "transforms", None):
+        # The registry may sit beside the topology, as the modules the topology names may.
+        add_code_root(Path(args.topology).parent, "the topology's folder")
         try:
             found = import_reference(args.transforms)
         except CodeReferenceError as error:
@@ -51,4 +99,10 @@ def topology_of(args: argparse.Namespace, *, user_code: bool = True) -> Topology
     return load_topology(args.topology, transforms=transforms, user_code=user_code)
 
 
-__all__ = ["add_topology_option", "topology_of"]
+__all__ = [
+    "add_topology_option",
+    "non_negative_seconds",
+    "positive_int",
+    "positive_seconds",
+    "topology_of",
+]

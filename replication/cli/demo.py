@@ -10,7 +10,7 @@ holds. ``--only NAME`` runs one scenario.
 With ``--topology FILE`` it runs that one topology:
 
 1. start the local AMQP emulator with the topology's namespaces, one port per region, as its own
-   process (``python -m emulator --topology``, see :mod:`replication.hosts.local`);
+   process (``replication emulator --topology``, see :mod:`replication.hosts.local`);
 2. run every task with the local host (real SDK receivers and senders, as in Azure);
 3. publish ``--messages`` messages to every task's source entity, in every region, and wait
    until the regions go quiet;
@@ -19,13 +19,15 @@ With ``--topology FILE`` it runs that one topology:
 5. run the Spark duplicate audit over the regions and print its verdict.
 
 Either way it exits non-zero when a message is lost or loops, so it doubles as a smoke test.
-Needs the development requirements (the emulator and PySpark), which ``./dev.sh demo`` installs.
+Needs the ``local`` and ``audit`` extras (the emulator and PySpark), Java 17+ for Spark and, for
+the failover scenario, Azurite; ``./dev.sh demo`` installs them all in a checkout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost, emulator_process
+from replication.layout import child_environment
 from replication.settings import Settings
 from replication.showcase import (
     SCENARIOS,
@@ -48,7 +51,7 @@ from replication.topology import NamespaceKind, Topology, load_topology
 from replication.transport.consumers import drain_servicebus
 from replication.transport.senders import SenderFactory
 
-ROOT = Path(__file__).resolve().parents[2]
+from ._options import positive_int, positive_seconds
 
 
 def _publish(topology: Topology, settings: Settings, count: int) -> int:
@@ -105,7 +108,7 @@ def _capture(topology: Topology, settings: Settings, output: Path) -> dict[str, 
 def _audit(topology: Topology, folders: dict[str, Path], output: Path) -> dict[str, Any]:
     command = audit_command(topology, folders, output)
     print("running   " + " ".join(command[1:]))
-    subprocess.run(command, cwd=ROOT, check=True)
+    subprocess.run(command, env={**os.environ, **child_environment()}, check=True)
     return read_report(output)
 
 
@@ -163,13 +166,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default="demo-output", help="capture and report folder")
     parser.add_argument(
         "--parallel",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="showcase scenarios run side by side (default: all of them)",
     )
     parser.add_argument(
-        "--messages", type=int, default=200, help="with --topology: originals per source entity"
+        "--messages",
+        type=positive_int,
+        default=200,
+        help="with --topology: originals per source entity",
     )
     parser.add_argument(
-        "--timeout", type=float, default=300, help="with --topology: seconds to wait for quiet"
+        "--timeout",
+        type=positive_seconds,
+        default=300,
+        help="with --topology: seconds to wait for quiet",
     )

@@ -34,10 +34,10 @@ from replication.failover._plan import Direction
 from replication.failover.switching import DEFAULT_SETTLE, DEFAULT_TIMEOUT, switch
 from replication.settings import Settings
 from replication.topology import load_topology
-from replication.transport.connections import check_settings
 from replication.transport.failover import failover_store_from_settings
 
-from ._options import add_topology_option
+from ._connections import check_connections
+from ._options import add_topology_option, non_negative_seconds, positive_seconds
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,13 +52,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--settle",
-        type=float,
+        type=non_negative_seconds,
         default=DEFAULT_SETTLE,
         help=f"seconds for clients to follow a change (default {DEFAULT_SETTLE:g})",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=DEFAULT_TIMEOUT,
         help=f"seconds to wait for replication or drain (default {DEFAULT_TIMEOUT:g})",
     )
@@ -67,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     environ = dict(os.environ)
-    check_settings(
+    check_connections(
         topology.namespaces, Settings.from_environ(environ, connections=topology.connections)
     )
     store = failover_store_from_settings(environ)

@@ -2,9 +2,12 @@
 
 Checks every filter, action and pattern condition of the topology file (including the
 loop-prevention rules the tasks add) and every string literal assigned to ``sqlExpression`` of a
-subscription rule resource in the Bicep files under ``--bicep-root`` (parsed with
-pycep-parser). Bicep values that are expressions (parameters,
-interpolations) are not literals; they come from the topology and are checked there.
+subscription rule resource in the Bicep files under ``--bicep-root`` (default ``infra``, when it
+exists), parsed with pycep-parser: the ``lint`` extra. Without it, an explicit ``--bicep-root``
+ends with the one-line error naming the extra, and the default folder is skipped with a note,
+so that the topology is still checked (the azd hook runs this with the app's requirements
+only). Bicep values that are expressions (parameters, interpolations) are not literals; they
+come from the topology and are checked there.
 
 Every problem is printed as ``FILE[:LINE]: rule NAME: column C: message``; the exit code is 1
 when there is any, 0 otherwise.
@@ -15,18 +18,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from pycep import BicepParser
-
 from replication.exit_codes import ExitCode
+from replication.extras import EXTRAS, require
 from replication.rules import SqlText
 from replication.sql import SqlSyntaxError
 from replication.topology import load_topology, sql_texts
 
 from ._options import add_topology_option
 
+DEFAULT_BICEP_ROOT = "infra"
 RULE_TYPE = "Microsoft.ServiceBus/namespaces/topics/subscriptions/rules"
 # pycep hands string literals over with Bicep's escapes still in them.
 _BICEP_ESCAPES = {"\\'": "'", "\\\\": "\\", "\\n": "\n", "\\r": "\r", "\\t": "\t", "\\$": "$"}
@@ -73,6 +77,8 @@ def bicep_rules(root: Path) -> Iterator[SqlText]:
     Parsed with pycep-parser, so single-quoted and multi-line (``'''...'''``) literals read
     the same. Interpolated strings and expressions come from parameters and are skipped.
     """
+    from pycep import BicepParser  # the `lint` extra: imported only when Bicep is checked
+
     parser = BicepParser()
     for path in sorted(root.rglob("*.bicep")):
         text = path.read_text(encoding="utf-8")
@@ -98,9 +104,16 @@ def bicep_rules(root: Path) -> Iterator[SqlText]:
 
 def run(args: argparse.Namespace) -> int:
     rules = list(topology_rules(args.topology))
-    root = Path(args.bicep_root)
+    root = Path(args.bicep_root or DEFAULT_BICEP_ROOT)
     if root.is_dir():
-        rules += list(bicep_rules(root))
+        if args.bicep_root is None and EXTRAS["lint"].missing():
+            print(
+                f"note: {root}/**/*.bicep not checked: {EXTRAS['lint'].install_hint()}",
+                file=sys.stderr,
+            )
+        else:
+            require("lint", needed_by="replication lint-rules --bicep-root")
+            rules += list(bicep_rules(root))
     problems = [problem for rule in rules if (problem := check(rule)) is not None]
     for problem in problems:
         print(problem)
@@ -110,7 +123,12 @@ def run(args: argparse.Namespace) -> int:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
-    parser.add_argument("--bicep-root", default="infra", help="folder searched for *.bicep")
+    parser.add_argument(
+        "--bicep-root",
+        metavar="DIR",
+        help=f"folder searched for *.bicep (default: {DEFAULT_BICEP_ROOT}, when it exists; "
+        "needs the 'lint' extra)",
+    )
 
 
 __all__ = ["RuleProblem", "bicep_rules", "check", "configure", "run", "topology_rules"]

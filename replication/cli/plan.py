@@ -33,14 +33,16 @@ from replication.properties import read_state
 from replication.runtime import MemoryTarget, TargetSender, TaskRunner
 from replication.topology import Topology
 
-from ._options import add_topology_option, topology_of
+from ._options import add_topology_option, positive_int, topology_of
 
 Entity = tuple[str, str]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
-    parser.add_argument("--messages", type=int, default=1, help="messages per source entity")
+    parser.add_argument(
+        "--messages", type=positive_int, default=1, help="messages per source entity"
+    )
     parser.add_argument(
         "--rate",
         metavar="MSG_PER_S[,SIZE]",

@@ -37,14 +37,7 @@ from replication.operations import (
 from replication.properties import format_timestamp
 from replication.topology import NamespaceKind, Topology
 
-from ._options import add_topology_option, topology_of
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
+from ._options import add_topology_option, positive_int, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--dry-run", action="store_true", help="only peek and print what would be redriven"
     )
     parser.add_argument(
-        "--max", type=_positive, metavar="N", help="redrive at most N messages, oldest first"
+        "--max", type=positive_int, metavar="N", help="redrive at most N messages, oldest first"
     )
 
 

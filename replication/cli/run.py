@@ -19,20 +19,21 @@ from replication.hosts.local import LocalHost
 from replication.settings import Settings
 from replication.telemetry import configure_local_telemetry
 
-from ._options import add_topology_option, topology_of
+from ._connections import check_connections
+from ._options import add_topology_option, positive_seconds, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
     parser.add_argument(
         "--until-idle",
-        type=float,
+        type=positive_seconds,
         metavar="SECONDS",
         help="stop once nothing was received for this long",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=600.0,
         help="with --until-idle: give up after this many seconds",
     )
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     # Metrics and traces go to OTLP or the console when the settings ask for it (see
     # replication/telemetry/_setup.py); by default nothing is exported.
     configure_local_telemetry(Settings.from_environ())
+    check_connections(topology.namespaces, Settings.from_environ(connections=topology.connections))
     with LocalHost(topology) as host:
         print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
         try:

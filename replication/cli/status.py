@@ -23,16 +23,16 @@ import json
 from replication.exit_codes import ExitCode
 from replication.operations import PEEK_CAP, StatusReport, heartbeat_text, read_status, task_lines
 from replication.settings import Settings
-from replication.transport.connections import check_settings
 
-from ._options import add_topology_option, topology_of
+from ._connections import check_connections
+from ._options import add_topology_option, positive_int, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
     parser.add_argument(
         "--cap",
-        type=int,
+        type=positive_int,
         default=PEEK_CAP,
         help=f"count at most this many messages per entity by peeking (default {PEEK_CAP})",
     )
@@ -42,7 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     topology = topology_of(args, user_code=False)  # entities only, no app code
     settings = Settings.from_environ(connections=topology.connections)
-    check_settings(topology.namespaces, settings)
+    check_connections(topology.namespaces, settings)
     report = read_status(topology, settings, cap=args.cap)
     print(json.dumps(report.as_json(), indent=2) if args.json else render(report))
     if report.unreachable:

@@ -17,7 +17,7 @@ from ._drill import (
     run_drill,
 )
 from ._figures import Delivery, Done, PhaseFigures, phase_figures
-from ._processes import AZURITE_ACCOUNT, AZURITE_KEY, DrillSetupError, azurite
+from ._processes import AZURITE_ACCOUNT, AZURITE_KEY, DrillSetupError, azurite, azurite_command
 
 __all__ = [
     "AZURITE_ACCOUNT",
@@ -31,6 +31,7 @@ __all__ = [
     "PhaseFigures",
     "Pick",
     "azurite",
+    "azurite_command",
     "drill",
     "phase_figures",
     "pick_applications",

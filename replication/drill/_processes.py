@@ -1,10 +1,10 @@
 """The processes of a drill: one emulator per namespace, Azurite, and the replicator.
 
-Each namespace of the topology is served by its own ``python -m emulator`` process
+Each namespace of the topology is served by its own emulator process
 (:class:`~replication.hosts.local.EmulatorProcess`) with a data directory (the emulator saves a
 message before it acknowledges it, so a killed namespace keeps what it accepted), so that the
-drill can kill one with SIGKILL and start it again on the same port. Azurite
-(``node_modules/.bin/azurite-blob``, installed by ``npm ci``) holds the binding documents, the
+drill can kill one with SIGKILL and start it again on the same port. Azurite (its
+``azurite-blob`` command: :func:`azurite_command`) holds the binding documents, the
 consumers' logs and the checkpoints; ``python -m replication run`` replicates, as a user runs
 it. Every wait is bounded. :func:`drill_site` starts all three: the
 :class:`~replication.drill._drill.DrillSite` of ``python -m replication drill``.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,14 +24,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from replication.exceptions import DrillSetupError
+from replication.exceptions import DrillSetupError, MissingProgramError
 from replication.hosts.local import SECTIONS, EmulatorProcess, EmulatorStartError
+from replication.layout import CHECKOUT_ROOT, child_environment
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology
 
-ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
-AZURITE_BLOB = ROOT / "node_modules" / ".bin" / "azurite-blob"
+AZURITE_SETTING = "REPLICATION_AZURITE"
+"""Names the ``azurite-blob`` command to run, where it is neither on ``PATH`` nor in a
+checkout's ``node_modules``."""
 # Azurite's documented development account (public, the same on every machine).
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = (
@@ -113,14 +116,38 @@ def namespace_processes(topology: Topology, workdir: Path) -> dict[str, Namespac
     return processes
 
 
+def azurite_command() -> str:
+    """Azurite's blob service command: ``$REPLICATION_AZURITE``, else a checkout's
+    ``node_modules/.bin/azurite-blob`` (``npm ci``, as ``./dev.sh`` runs it), else
+    ``azurite-blob`` on ``PATH`` (``npm install -g azurite``).
+
+    Raises:
+        MissingProgramError: none of them exists; the message says how to install it (a
+            missing prerequisite, exit code 2, like a missing extra).
+    """
+    configured = os.environ.get(AZURITE_SETTING)
+    if configured:
+        if shutil.which(configured) is None:
+            raise MissingProgramError(f"{AZURITE_SETTING}={configured}: no such command")
+        return configured
+    checkout = CHECKOUT_ROOT / "node_modules" / ".bin" / "azurite-blob"
+    if checkout.exists():
+        return str(checkout)
+    found = shutil.which("azurite-blob")
+    if found is None:
+        raise MissingProgramError(
+            "Azurite is needed for the failover binding store and is not installed: "
+            "npm install -g azurite (Node.js 18+), or set "
+            f"{AZURITE_SETTING} to its azurite-blob command"
+        )
+    return found
+
+
 @contextlib.contextmanager
 def azurite(workdir: Path) -> Iterator[str]:
     """Azurite's blob service on a free port until the block exits; yields its connection
     string."""
-    if not AZURITE_BLOB.exists():
-        raise DrillSetupError(
-            f"{AZURITE_BLOB} is missing: run `npm ci` (./dev.sh demo and ./dev.sh test do)"
-        )
+    command = azurite_command()
     port = free_port()
     location = workdir / "azurite"
     location.mkdir(parents=True, exist_ok=True)
@@ -128,7 +155,7 @@ def azurite(workdir: Path) -> Iterator[str]:
     with log.open("ab") as output:
         process = subprocess.Popen(
             [
-                str(AZURITE_BLOB),
+                command,
                 "--silent",
                 "--skipApiVersionCheck",
                 "--blobHost",
@@ -159,8 +186,7 @@ def replicator(
     with log.open("ab") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "replication", "run", "--topology", str(topology_path)],
-            cwd=ROOT,
-            env={**os.environ, **environ},
+            env={**os.environ, **environ, **child_environment()},
             stdout=output,
             stderr=output,
         )

@@ -22,8 +22,8 @@ survives restarts, a Blob Storage container (Azurite locally).
 - :class:`ProcessedLog`, :func:`origin_of`: the skip helper, for applications that settle
   messages their own way.
 
-The operator's side is ``python -m replication failover|failback`` (see the README's
-"Failover" section). SDK and Blob Storage code lives in ``replication.transport``
+The operator's side is ``python -m replication failover|failback`` (see
+``docs/how-to/failover.md``). SDK and Blob Storage code lives in ``replication.transport``
 (``failover_channels``, ``failover_blobs``); the decisions (``_processed``, ``_origin``,
 ``_bindings``, ``_follower``, ``_publisher``, ``_state``, ``_checkpoints``) import no SDK.
 """

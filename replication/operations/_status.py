@@ -38,7 +38,7 @@ class StatusReport:
         return any(t.error for t in self.tasks) or any(h.error for h in self.heartbeats)
 
     def as_json(self) -> dict[str, Any]:
-        """The report as one JSON object (``status --json``; keys in the README)."""
+        """The report as one JSON object (``status --json``; keys in ``docs/how-to/status.md``)."""
         return {
             "thresholds": {
                 "lagThresholdSeconds": self.thresholds.lag.total_seconds(),

@@ -125,8 +125,8 @@ class TaskRunner:
         self.context = task.context
         self._pattern = task.pattern
         self._options = task.options
-        if task.spec.transform is not None and task.transform is None:
-            raise ValueError(f"task {task.name}: loaded without its transform (user_code=False)")
+        if not task.user_code:
+            raise ValueError(f"task {task.name}: loaded without the app's code (user_code=False)")
         self._transform: TransformStage | None = None
         if task.transform is not None:
             # Imported here: asyncio and the worker threads are for tasks with a transform only

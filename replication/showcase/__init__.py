@@ -32,11 +32,10 @@ from ._audit import (
 from ._figures import Check, Collected, Expectation, Figures, Finding, count
 from ._places import Places, place, places_of
 from ._scenario import Scenario, Stage, message
-from ._showcase import EXAMPLES, choose, run_showcase
+from ._showcase import check_prerequisites, choose, run_showcase
 from .scenarios import SCENARIOS
 
 __all__ = [
-    "EXAMPLES",
     "SCENARIOS",
     "SHORT_RUN_JVM",
     "Check",
@@ -49,6 +48,7 @@ __all__ = [
     "SparkAudit",
     "Stage",
     "audit_command",
+    "check_prerequisites",
     "choose",
     "count",
     "healthy",

@@ -1,9 +1,9 @@
-"""The Spark duplicate audit over what the regions held (``spark/dedup_audit.py``).
+"""The Spark duplicate audit over what the regions held (``replication audit``).
 
 What each region's consumer entities held is written as JSON lines, one folder per region
 (``OUTPUT/capture/<region>/<entity>.json``: MessageId, enqueue time, sequence number and the
 application properties as text, the audit's ``--format json`` input). The audit then runs as
-its own process, ``python -m spark.dedup_audit`` (the library never imports ``spark``), with one
+its own process, ``python -m replication.audit`` (the library never imports the audit), with one
 ``--expect SRC:DST`` per pair of regions a task connects, and writes ``OUTPUT/audit/report.json``
 and ``report.html``. :class:`SparkAudit` runs it in the background, so the showcase's other
 scenarios go on meanwhile; its output goes to ``OUTPUT/audit/spark.log`` unless it is shown.
@@ -22,10 +22,10 @@ from typing import IO, Any
 
 from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
+from replication.layout import AUDIT, child_environment
 from replication.properties import format_timestamp
 from replication.topology import Topology
 
-ROOT = Path(__file__).resolve().parents[2]
 WATERMARK = "30 seconds"
 SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """JVM options for the demo's audit, a few small Spark jobs over a few hundred records: the
@@ -54,7 +54,8 @@ def write_capture(folder: Path, name: str, copies: Sequence[Envelope]) -> Path:
 
 
 def audit_command(topology: Topology, folders: Mapping[str, Path], output: Path) -> list[str]:
-    """``python -m spark.dedup_audit`` over the regions' capture ``folders``."""
+    """``python -m replication.audit`` (the checkout's ``spark``: :data:`AUDIT`) over the
+    regions' capture ``folders``."""
     expectations = sorted(
         {
             f"{task.source.namespace}:{target.namespace}"
@@ -63,7 +64,7 @@ def audit_command(topology: Topology, folders: Mapping[str, Path], output: Path)
             if target.namespace in folders and task.source.namespace in folders
         }
     )
-    command = [sys.executable, "-m", "spark.dedup_audit", "--format", "json"]
+    command = [sys.executable, "-m", AUDIT.module(), "--format", "json"]
     for region, folder in folders.items():
         command += ["--input", f"{region}={folder}"]
     for pair in expectations:
@@ -97,8 +98,7 @@ class SparkAudit:
         )
         self._process = subprocess.Popen(
             command,
-            cwd=ROOT,
-            env=environ,
+            env={**environ, **child_environment()},
             stdout=self._stream,
             stderr=subprocess.STDOUT if self._stream else None,
         )

@@ -12,9 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 
-from patterns.active_passive import ActivePassiveOptions
-from patterns.spillover import SpilloverOptions
 from replication.envelope import Envelope, PropertyValue
+from replication.planning import load_pattern
 from replication.properties import read_state
 
 from ._figures import Check, Collected, Finding
@@ -55,11 +54,15 @@ def replica_time_to_live() -> Check:
     """Every replica carries the ``replicaTimeToLive`` its task is configured with (as the
     broker holds the replica; the original had none)."""
 
+    with_time_to_live = tuple(
+        load_pattern(name).options_model for name in ("active_passive", "spillover")
+    )
+
     def check(collected: Collected) -> Finding:
         configured = {
             task.options.replica_time_to_live
             for task in collected.topology.resolved_tasks()
-            if isinstance(task.options, ActivePassiveOptions | SpilloverOptions)
+            if isinstance(task.options, with_time_to_live)
         }
         expected = next(iter(configured), None)
         if len(configured) != 1 or expected is None:

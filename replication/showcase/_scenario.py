@@ -98,7 +98,8 @@ class Scenario:
     ``failing_consumers`` maps a place the scenario's application reads to the messages that
     application fails on (abandoned until the broker dead-letters them); ``isolated``
     namespaces get an emulator process of their own, so that ``drive`` can kill them; with
-    ``audit``, the Spark duplicate audit runs over what the consumer entities held.
+    ``audit``, the Spark duplicate audit runs over what the consumer entities held;
+    ``needs_azurite``: the scenario starts Azurite (the failover drill's binding store).
     """
 
     name: str
@@ -109,6 +110,7 @@ class Scenario:
     failing_consumers: Mapping[str, Callable[[Envelope], bool]] = field(default_factory=dict)
     isolated: tuple[str, ...] = ()
     audit: bool = False
+    needs_azurite: bool = False
     timeout: float = 120.0
     """Seconds from the first publish until the scenario gives up waiting for copies, plus the
     longest lock duration of its entities (:func:`~._runner.redelivery_allowance`)."""

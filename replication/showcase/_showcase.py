@@ -27,8 +27,11 @@ from typing import Any
 
 from rich.console import Console
 
+from replication.drill import azurite_command
 from replication.exceptions import ConfigurationError, ReplicationError
 from replication.exit_codes import ExitCode
+from replication.extras import require, require_java
+from replication.layout import EXAMPLES
 from replication.topology import Topology, load_topology
 
 from ._audit import healthy, summary_lines
@@ -37,7 +40,21 @@ from ._runner import Outcome, run_scenarios, serving
 from ._scenario import Scenario
 from .scenarios import SCENARIOS
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+def check_prerequisites(scenarios: Sequence[Scenario]) -> None:
+    """Fail before anything starts when a chosen scenario needs what is not installed: the
+    ``audit`` extra and Java for the Spark audit, Azurite for the failover drill.
+
+    Raises:
+        MissingExtraError, MissingProgramError, DrillSetupError: one line saying what to
+            install.
+    """
+    if any(scenario.audit for scenario in scenarios):
+        needed_by = "the demo's Spark audit (the mesh scenario)"
+        require("audit", needed_by=needed_by)
+        require_java(needed_by=needed_by)
+    if any(scenario.needs_azurite for scenario in scenarios):
+        azurite_command()
 
 
 def choose(only: str | None) -> list[Scenario]:
@@ -65,8 +82,10 @@ def run_showcase(
     scenarios = list(scenarios) if scenarios is not None else choose(only)
     parallel = parallel or len(scenarios)
     console = console or Console(width=None if sys.stdout.isatty() else PLAIN_WIDTH)
+    check_prerequisites(scenarios)
     output.mkdir(parents=True, exist_ok=True)
-    loaded = [(scenario, load_topology(EXAMPLES / scenario.example)) for scenario in scenarios]
+    examples = EXAMPLES.folder()
+    loaded = [(scenario, load_topology(examples / scenario.example)) for scenario in scenarios]
     started = time.monotonic()
     console.print(
         f"[bold]showcase[/]: {len(loaded)} scenarios on the local emulator, "
@@ -179,4 +198,4 @@ def _log_to(path: Path | None) -> Iterator[None]:
         handler.close()
 
 
-__all__ = ["EXAMPLES", "choose", "run_showcase"]
+__all__ = ["check_prerequisites", "choose", "run_showcase"]

@@ -59,7 +59,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from replication.exceptions import ConfigurationError
+from replication.exceptions import ConfigurationError, MissingExtraError
+from replication.extras import EXTRAS
 from replication.settings import CONNECTION_STRING_SETTING, CONSOLE, OTLP_ENDPOINT_SETTING, Settings
 
 logger = logging.getLogger(__name__)
@@ -139,11 +140,18 @@ def _distro_sampler_settings(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def _load(module: str, package: str) -> ModuleType:
+    """``module``, from ``package`` of the ``monitor`` extra.
+
+    Raises:
+        MissingExtraError: (an ImportError) naming the extra, when it is not installed.
+    """
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise ImportError(
-            f"telemetry needs {package}: pip install {package} (see requirements.txt)"
+        raise MissingExtraError(
+            f"telemetry export needs {package}, from the 'monitor' extra: "
+            f"{EXTRAS['monitor'].install_hint()}",
+            extra="monitor",
         ) from error
 
 

@@ -15,7 +15,8 @@ optional heartbeat entities, subscriptions, consumer groups and tasks) -> ``_loa
 groups, delivery counts and parking queues tasks need) and ``_sql`` (every SQL expression, for
 the linter) work on a loaded topology; ``_sessions`` says which entities require sessions and
 refuses a session-enabled target fed by messages that may lack a SessionId. ``_names`` derives
-bounded, stable names.
+bounded, stable names. ``_schema`` writes the file's JSON Schema from the same models
+(``replication schema``).
 
 A loaded topology's ``tasks`` are the tasks that run: a fan-out task with several targets
 reading a subscription or consumer group is replaced by its lanes
@@ -50,6 +51,7 @@ from ._outage import (
     required_delivery_count,
     tolerated_outage,
 )
+from ._schema import SCHEMA_DIALECT, topology_schema, topology_schema_text
 from ._sessions import carries_session_ids, requires_session
 from ._specs import (
     DEFAULT_CONSUMER_GROUP,
@@ -75,6 +77,7 @@ __all__ = [
     "HEARTBEAT_STATUS",
     "HEARTBEAT_STATUS_GROUP",
     "PARKING_QUEUE",
+    "SCHEMA_DIALECT",
     "TOPOLOGY_SETTING",
     "EntityRef",
     "EventHubSpec",
@@ -112,4 +115,6 @@ __all__ = [
     "sql_texts",
     "takes_part",
     "tolerated_outage",
+    "topology_schema",
+    "topology_schema_text",
 ]

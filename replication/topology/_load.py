@@ -21,11 +21,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from replication.exceptions import ConfigurationError
+from replication.planning import load_pattern
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
-from replication.transforms import CodeReferenceError, Transforms, TransformSignatureError
+from replication.transforms import (
+    CodeReferenceError,
+    Transforms,
+    TransformSignatureError,
+    add_code_root,
+)
 
 from ._checks import check_references, check_resolved, failer
-from ._errors import format_validation_error, json_path
+from ._errors import format_validation_error
 from ._heartbeats import add_heartbeats
 from ._lanes import expand_tasks
 from ._sessions import check_sessions
@@ -44,7 +50,7 @@ def parse_topology(
     try:
         topology = Topology.model_validate(document)
     except ValidationError as error:
-        raise format_validation_error(error, source) from None
+        raise format_validation_error(error, source, model=Topology) from None
     check_references(topology, source)
     resolved = {
         task.name: _resolve(
@@ -82,12 +88,14 @@ def _resolve(
     except (CodeReferenceError, TransformSignatureError) as error:
         raise ConfigurationError(str(error), source=source, location=transform_path) from None
     except ValidationError as error:
-        item = error.errors(include_url=False)[0]
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            message = f"unknown option for pattern '{task.pattern}'"
-        location = json_path([f"tasks[{index}].options", *item["loc"]])
-        raise ConfigurationError(message, source=source, location=location) from None
+        raise format_validation_error(
+            error,
+            source,
+            model=load_pattern(task.pattern).options_model,
+            prefix=(f"tasks[{index}].options",),
+            unknown=f"unknown option for pattern '{task.pattern}'",
+            first_only=True,
+        ) from None
 
 
 def _read(location: Path, source: str) -> str:
@@ -154,6 +162,8 @@ def load_topology(
     """
     location = Path(path if path is not None else Settings.from_environ().topology)
     source = str(location)
+    # Modules the topology names (transforms, bodyModel) may sit beside it.
+    add_code_root(location.parent, "the topology's folder")
     document = _decode(_read(location, source), source)
     if not isinstance(document, dict):
         raise ConfigurationError("the topology must be a JSON object", source=source, location="$")

@@ -21,6 +21,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from replication.durations import Duration
 from replication.rules import SpecModel
 
 # The window sizes a log alert rule accepts (as infra/modules/monitoring.bicep maps them).
@@ -33,12 +34,18 @@ _EMAIL = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 class MonitoringSpec(SpecModel):
     """Alert thresholds (see the module docstring for the keys and defaults)."""
 
-    lag_threshold: Annotated[timedelta, Field(gt=timedelta(0))] = timedelta(minutes=5)
-    heartbeat_max_age: Annotated[timedelta, Field(gt=timedelta(0))] = timedelta(minutes=10)
+    lag_threshold: Annotated[Duration, Field(gt=timedelta(0))] = timedelta(minutes=5)
+    """alert when a task's largest `replication.lag` in the window is above it"""
+    heartbeat_max_age: Annotated[Duration, Field(gt=timedelta(0))] = timedelta(minutes=10)
+    """alert when a path's newest heartbeat is older"""
     parked_threshold: Annotated[int, Field(ge=0)] = 0
-    failure_window: timedelta = timedelta(minutes=15)
+    """alert when more messages than this were parked in the window"""
+    failure_window: Duration = timedelta(minutes=15)
+    """every rule's window: PT5M, PT10M, PT15M, PT30M, PT45M, PT1H to PT6H, P1D or P2D"""
     alerts_enabled: bool = True
+    """deploy the alert rules enabled"""
     action_group_emails: list[_EMAIL] = Field(default_factory=list)
+    """addresses an action group mails when an alert fires (none: no action group)"""
 
     @field_validator("failure_window")
     @classmethod

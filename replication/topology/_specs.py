@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from replication.durations import Duration
 from replication.rules import RuleSpec, SpecModel
 
 DEFAULT_CONSUMER_GROUP = "$Default"
@@ -29,55 +30,78 @@ class NamespaceKind(enum.StrEnum):
     EVENTHUBS = "eventhubs"
 
 
-PositiveDuration = Annotated[timedelta, Field(gt=timedelta(0))]
+PositiveDuration = Annotated[Duration, Field(gt=timedelta(0))]
 EntityName = Annotated[str, Field(pattern=_ENTITY_NAME)]
 
 
 class _EntitySettings(SpecModel):
     max_delivery_count: Annotated[int, Field(ge=1, le=2000)] = 10
-    lock_duration: Annotated[timedelta, Field(ge=timedelta(seconds=5), le=timedelta(minutes=5))] = (
+    """deliveries before Service Bus dead-letters a message (a task's source needs enough for
+    its `retry.outageTolerance`)"""
+    lock_duration: Annotated[Duration, Field(ge=timedelta(seconds=5), le=timedelta(minutes=5))] = (
         timedelta(minutes=1)
     )
+    """how long a received message stays locked to its receiver"""
     default_message_time_to_live: PositiveDuration | None = None
+    """how long a message lives unless it says otherwise (none: the service's maximum)"""
     dead_lettering_on_message_expiration: bool = False
+    """move expired messages to the dead-letter queue instead of dropping them"""
     requires_session: bool = False
+    """session-enabled: read by session receivers only, in order per SessionId"""
     forward_to: str | None = None
+    """an entity of the same namespace that Service Bus forwards every message to"""
     forward_dead_lettered_messages_to: str | None = None
+    """an entity of the same namespace that receives this one's dead-lettered messages"""
 
 
 class QueueSpec(_EntitySettings):
     """A Service Bus queue."""
 
     name: EntityName
+    """the queue's name"""
     requires_duplicate_detection: bool = False
+    """drop a message whose MessageId the entity saw within the history window"""
     duplicate_detection_history_time_window: PositiveDuration = timedelta(minutes=10)
+    """how long MessageIds are remembered for duplicate detection"""
 
 
 class SubscriptionSpec(_EntitySettings):
     """A topic subscription and its rules (``$Default`` with a TrueFilter when none is given)."""
 
     name: Annotated[str, Field(min_length=1, max_length=50)]
+    """the subscription's name"""
     rules: list[RuleSpec] = Field(default_factory=list)
+    """its rules; none: Service Bus's `$Default` rule, which takes every message"""
     dead_lettering_on_filter_evaluation_exceptions: bool = True
+    """dead-letter a message whose filter evaluation fails"""
 
 
 class TopicSpec(SpecModel):
     """A Service Bus topic and its subscriptions."""
 
     name: EntityName
+    """the topic's name"""
     requires_duplicate_detection: bool = False
+    """drop a message whose MessageId the topic saw within the history window"""
     duplicate_detection_history_time_window: PositiveDuration = timedelta(minutes=10)
+    """how long MessageIds are remembered for duplicate detection"""
     default_message_time_to_live: PositiveDuration | None = None
+    """how long a message lives unless it says otherwise (none: the service's maximum)"""
     subscriptions: list[SubscriptionSpec] = Field(default_factory=list)
+    """the topic's subscriptions (replication subscriptions are added for the tasks)"""
 
 
 class EventHubSpec(SpecModel):
     """An event hub with its partitions and consumer groups (``$Default`` always exists)."""
 
     name: EntityName
+    """the event hub's name"""
     partition_count: Annotated[int, Field(ge=1, le=1024)] = 2
+    """partitions (order is kept per partition, hence per partition key)"""
     message_retention_in_days: Annotated[int, Field(ge=1, le=90)] = 1
+    """how long events are kept (Standard: 1 to 7 days)"""
     consumer_groups: list[str] = Field(default_factory=list)
+    """consumer groups besides `$Default` (the tasks' own are added)"""
 
 
 class NamespaceSpec(SpecModel):
@@ -92,17 +116,28 @@ class NamespaceSpec(SpecModel):
     """
 
     name: Annotated[str, Field(pattern=_LOGICAL_NAME)]
+    """the logical name replicas carry in `repl-origin` and `repl-path`"""
     region: Annotated[str, Field(min_length=1)]
+    """the Azure region (`westeurope`)"""
     kind: NamespaceKind
+    """`servicebus` or `eventhubs`"""
     fully_qualified_namespace: Annotated[
         str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z0-9](:\d+)?$")
     ]
+    """the namespace's host name (`contoso-weu.servicebus.windows.net`)"""
     connection: Annotated[str, Field(pattern=_SETTING_NAME)]
+    """the app-setting prefix of its connection (`SB_WEU`: `SB_WEU__fullyQualifiedNamespace`,
+    or `SB_WEU` holding a connection string)"""
     key_vault_secret: Annotated[str, Field(pattern=r"^[A-Za-z0-9-]{1,127}$")] | None = None
+    """for a namespace in another tenant: the Key Vault secret holding its connection string"""
     sku: Literal["Basic", "Standard", "Premium"] = "Standard"
+    """the pricing tier (the capacity plan counts against its limits)"""
     queues: list[QueueSpec] = Field(default_factory=list)
+    """Service Bus queues"""
     topics: list[TopicSpec] = Field(default_factory=list)
+    """Service Bus topics with their subscriptions"""
     event_hubs: list[EventHubSpec] = Field(default_factory=list)
+    """event hubs"""
 
     @model_validator(mode="after")
     def _entities_match_kind(self) -> NamespaceSpec:
@@ -133,8 +168,12 @@ class HeartbeatSpec(SpecModel):
     """
 
     enabled: bool = False
+    """publish heartbeats and replicate them along every replication path"""
     interval: PositiveDuration = timedelta(minutes=1)
+    """one heartbeat per interval: whole seconds dividing a minute, minutes dividing an hour or
+    hours dividing a day"""
     entity: EntityName = DEFAULT_HEARTBEAT_ENTITY
+    """the topic or event hub heartbeats travel on (never a user entity)"""
 
 
 class EntityRef(SpecModel):
@@ -146,10 +185,15 @@ class EntityRef(SpecModel):
     """
 
     namespace: str
+    """a namespace's logical `name`"""
     entity: EntityName
+    """a queue, topic or event hub of that namespace"""
     subscription: str | None = None
+    """a source topic's subscription to read"""
     consumer_group: str | None = None
+    """a source event hub's consumer group (default `$Default`)"""
     dead_letter_queue: bool = False
+    """read the source entity's dead-letter queue (spillover)"""
 
     @property
     def entity_path(self) -> str:

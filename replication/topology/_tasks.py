@@ -37,7 +37,7 @@ from ._specs import EntityRef, PositiveDuration
 
 
 class RetrySpec(SpecModel):
-    """How a task rides out an outage of a target (see README "Outages and poison messages").
+    """How a task rides out an outage of a target (see ``docs/explanation/outages.md``).
 
     Within one invocation, a send that fails transiently is retried after ``minBackoff``,
     doubling up to ``maxBackoff``, for as long as the invocation may last (the attempt budget,
@@ -49,8 +49,12 @@ class RetrySpec(SpecModel):
     """
 
     min_backoff: PositiveDuration = timedelta(seconds=1)
+    """the first wait before a failed send is retried"""
     max_backoff: PositiveDuration = timedelta(seconds=30)
+    """the longest wait between retries (the wait doubles up to it)"""
     outage_tolerance: PositiveDuration = timedelta(hours=1)
+    """how long a target may be down before the source dead-letters its messages; sizes the
+    source's `maxDeliveryCount`"""
 
 
 class TransformSpec(SpecModel):
@@ -59,7 +63,9 @@ class TransformSpec(SpecModel):
     ``TransformFailed``. The file may give the function alone, as a string."""
 
     function: Annotated[str, Field(min_length=1)]
+    """`package.module:function`, or a name registered in code"""
     timeout: PositiveDuration = timedelta(seconds=DEFAULT_TIMEOUT)
+    """how long one call may take before its message is parked as `TransformFailed`"""
 
 
 class TaskSpec(SpecModel):
@@ -75,14 +81,24 @@ class TaskSpec(SpecModel):
     """
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
+    """the task's name: its Function's name and its log and metric label"""
     pattern: str
+    """the federation pattern (its options go in `options`)"""
     source: EntityRef
+    """what the task reads"""
     targets: Annotated[list[EntityRef], Field(min_length=1)]
+    """where replicas go"""
     dead_letter_target: EntityRef | None = None
+    """where messages that cannot be replicated are parked (Service Bus sources: default the
+    queue `replication-parked` of the source namespace; event hub sources must name one)"""
     max_hops: Annotated[int, Field(ge=1)] | None = None
+    """the most replications a message may go through (default: namespaces - 1)"""
     retry: RetrySpec = Field(default_factory=RetrySpec)
+    """how sends to a target that is down are retried"""
     options: dict[str, Any] = Field(default_factory=dict)
+    """the pattern's options (see each pattern's options below)"""
     transform: TransformSpec | None = None
+    """your function run on every message before the pattern plans it"""
 
     @field_validator("transform", mode="before")
     @classmethod
@@ -119,6 +135,9 @@ class ResolvedTask:
     context: TaskContext
     lane_of: str | None = None
     transform: Transform | None = None
+    user_code: bool = True
+    """False: loaded for a tool that never runs a task (no transform, no ``bodyModel``
+    imported); a runner refuses it."""
 
     @property
     def name(self) -> str:
@@ -139,8 +158,9 @@ def resolve_task(
     user_code: bool = True,
 ) -> ResolvedTask:
     """Look up the task's pattern, validate its options into the pattern's model and load its
-    transform (``transforms``: the functions registered in code; ``user_code=False``: leave
-    ``transform`` None, for tools that never run the task).
+    transform (``transforms``: the functions registered in code; ``user_code=False``: import
+    none of the app's code, neither the transform nor a ``bodyModel``, for tools that never run
+    the task).
 
     Raises:
         pydantic.ValidationError: a bad option.
@@ -149,7 +169,8 @@ def resolve_task(
         replication.transforms.TransformSignatureError: it cannot take one message.
     """
     pattern = load_pattern(spec.pattern)
-    options = pattern.options_model.model_validate(spec.options)
+    # The context tells options that import the app's code (bodyModel) not to.
+    options = pattern.options_model.model_validate(spec.options, context={"user_code": user_code})
     context = TaskContext(
         task_name=spec.name,
         source_namespace=spec.source.namespace,
@@ -163,7 +184,7 @@ def resolve_task(
             name=spec.transform.function,
             timeout=spec.transform.timeout.total_seconds(),
         )
-    return ResolvedTask(spec, pattern, options, context, transform=transform)
+    return ResolvedTask(spec, pattern, options, context, transform=transform, user_code=user_code)
 
 
 __all__ = ["ResolvedTask", "RetrySpec", "TaskSpec", "TransformSpec", "resolve_task"]

@@ -26,10 +26,15 @@ class Topology(SpecModel):
     """
 
     schema_: str | None = Field(default=None, alias="$schema")
+    """the JSON Schema editors check the file with (`replication schema`); ignored here"""
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)]
+    """the namespaces, one per region and service"""
     tasks: list[TaskSpec] = Field(default_factory=list)
+    """the replication tasks"""
     heartbeats: HeartbeatSpec = Field(default_factory=HeartbeatSpec)
+    """heartbeats along every replication path (off by default)"""
     monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec)
+    """alert thresholds for the deployed alerts and for `status`"""
     _resolved: dict[str, ResolvedTask] | None = PrivateAttr(default=None)
 
     @property

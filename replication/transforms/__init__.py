@@ -41,7 +41,7 @@ from ._guard import (
     checked_result,
     failure_of,
 )
-from ._references import CodeReferenceError, import_reference
+from ._references import CodeReferenceError, add_code_root, import_reference
 from ._registry import Transforms, resolve_function
 from ._results import (
     TRANSFORM_FAILED,
@@ -69,6 +69,7 @@ __all__ = [
     "TransformResult",
     "TransformSignatureError",
     "Transforms",
+    "add_code_root",
     "changed_replication_properties",
     "check_signature",
     "checked_result",

@@ -92,8 +92,9 @@ class Transforms:
             known = ", ".join(sorted(self._functions)) or "none"
             raise CodeReferenceError(
                 f"no transform registered as '{name}'{hint}; registered: {known}. Register it "
-                "with @transforms.register and pass transforms= to build_app (or LocalHost), "
-                "or write 'package.module:function'"
+                "with @transforms.register and pass transforms= to build_app (or LocalHost, "
+                "or --transforms MODULE:NAME on the command line), or write "
+                "'package.module:function'"
             ) from None
 
 

@@ -136,6 +136,39 @@ def check_settings(namespaces: Iterable[NamespaceSpec], settings: Settings) -> N
             ) from None
 
 
+def identity_fallbacks(namespaces: Iterable[NamespaceSpec], settings: Settings) -> list[str]:
+    """One line per namespace for which nothing at all is set, naming the setting, before
+    anything connects: such a namespace falls back to Microsoft Entra ID at the topology's host
+    name (step 3 of the module docstring), which is right for a developer's own sign-in and
+    wrong when the setting was forgotten, and the SDK's failure would then name only the host.
+    """
+    notes = []
+    for namespace in namespaces:
+        connection = settings.connection(namespace.connection)
+        chosen = (
+            connection.secret(),
+            connection.fully_qualified_namespace,
+            connection.credential,
+            connection.client_id,
+            namespace.key_vault_secret and settings.key_vault_uri,
+        )
+        if any(chosen):
+            continue
+        name = namespace.connection
+        vault = (
+            f" (its keyVaultSecret needs {KEY_VAULT_URI_SETTING})"
+            if namespace.key_vault_secret
+            else ""
+        )
+        notes.append(
+            f"app setting {name} is not set (namespace '{namespace.name}'){vault}: connecting "
+            f"to {namespace.fully_qualified_namespace} with Microsoft Entra ID "
+            f"(DefaultAzureCredential); set {name} to a connection string, or "
+            f"{name}__fullyQualifiedNamespace to use Entra ID on purpose"
+        )
+    return notes
+
+
 def servicebus_client_from(access: NamespaceAccess, **options: Any) -> ServiceBusClient:
     """A Service Bus client from resolved access (a connection string or identity); ``options``
     are the SDK client's keyword options (retries, for instance)."""
@@ -188,6 +221,7 @@ __all__ = [
     "check_settings",
     "event_hub_client",
     "event_hub_client_from",
+    "identity_fallbacks",
     "prefixed_credential",
     "resolve_access",
     "servicebus_client",

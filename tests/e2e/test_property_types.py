@@ -5,7 +5,7 @@ AMQP type) sends a message with one application property per type; the library r
 azure-servicebus, converts it (``envelope_from_received``) and sends the replica with
 ``to_servicebus_message`` (and to an event hub with ``to_event_data``); proton reads the
 replica back, so each property's AMQP type on the replica is seen exactly. The expected types
-are the README's type table ("What a replica keeps", application-property types).
+are the type table of ``docs/explanation/host-delivery.md`` ("What a replica keeps").
 """
 
 from __future__ import annotations

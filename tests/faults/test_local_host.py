@@ -25,7 +25,8 @@ def test_order_per_key_is_kept_across_batches_and_an_outage(tmp_path: Path) -> N
     is sent again, so that copy (same MessageId) can arrive after a newer message of its key,
     which a target without duplicate detection then holds twice. The source link itself must
     not fail: messages a failed link held come back only after their lock expires, after newer
-    ones (the README's order table; seen at a load above 20, not at the suite's)."""
+    ones (the order table of docs/explanation/outages.md; seen at a load above 20, not at the
+    suite's)."""
     document = topology_document(
         ["weu", "neu"], [("weu", "neu")], max_delivery_count=25, tolerance="PT1M"
     )

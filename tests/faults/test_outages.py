@@ -3,7 +3,7 @@
 Time is compressed: the replication subscriptions have 5-second locks (Service Bus's minimum),
 so one invocation retries for 4 s (``attempt_budget``) before its batch is redelivered, and a
 30-second outage costs about 8 deliveries where a real one of 30 minutes with 1-minute locks
-costs about 38 (README, "Outages and poison messages", scales the argument). Each test states
+costs about 38 (``docs/explanation/outages.md`` scales the argument). Each test states
 the end state message by message: every MessageId published arrives, copies only under the
 same MessageId, nothing in the source's dead-letter queue or the parking queue.
 """

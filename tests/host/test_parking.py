@@ -5,7 +5,7 @@ Payloads are built as the host builds them (:mod:`tests.host.host_conversion`, f
 the emulator delivered to an SDK receiver). What the Functions host can never hand to a Python
 function is not tested here, because it never reaches the worker: an AMQP value or sequence
 body makes the extensions' ``EventData.Body`` / ``ServiceBusReceivedMessage.Body`` throw
-``NotSupportedException`` while the host binds the batch (README, "Parking").
+``NotSupportedException`` while the host binds the batch (``docs/explanation/parking.md``).
 
 - An event with a property no replica can carry (a list; the host sends it as JSON): parked
   with its body and every property that converts, its position and a marker naming what is

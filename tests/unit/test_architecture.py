@@ -36,6 +36,8 @@ BOTTOM = (
     "replication.envelope",
     "replication.exceptions",
     "replication.exit_codes",
+    "replication.extras",
+    "replication.layout",
     "replication.loops",
     "replication.planning",
     "replication.properties",
@@ -219,12 +221,17 @@ def test_the_library_root_package_is_bottom_layer() -> None:
 
 
 def test_the_library_never_imports_the_emulator_the_audit_or_the_tests() -> None:
+    """Under either name (a checkout's top-level package, or the wheel's ``replication.*``):
+    the commands that run them find them through ``replication.layout`` and import them only
+    when chosen (``replication.cli.emulator``, ``replication.cli.audit``)."""
+    installed = ("replication.emulator", "replication.audit")
     problems = [
         f"{name} imports {target}"
         for name, path in MODULES.items()
         if _within(name, "replication") or _within(name, "patterns")
         for target in _imports(name, path)
         if target.split(".")[0] in ("emulator", "spark", "tests")
+        or any(_within(target, part) for part in installed)
     ]
     assert problems == []
 

@@ -63,10 +63,10 @@ def test_the_deployed_files_index_every_pattern(tmp_path: Path) -> None:
     example = json.loads((ROOT / "examples" / "active-passive-and-stream.json").read_text())
     (app / "topology.json").write_text(json.dumps(example))
     script = (
-        "import function_app, replication.planning as p\n"
+        "import function_app\nfrom replication.layout import PATTERNS\n"
         "from replication.planning import PATTERN_NAMES, load_pattern\n"
         "assert [load_pattern(n).name for n in PATTERN_NAMES] == list(PATTERN_NAMES)\n"
-        "print(p.patterns_package(), len(function_app.app.get_functions()))\n"
+        "print(PATTERNS.module(), len(function_app.app.get_functions()))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],

@@ -1,5 +1,5 @@
 """A task's state and its RPO if you failed over now, decided from its figures
-(:func:`replication.operations.decide`; the rules are the README's, "What status shows")."""
+(:func:`replication.operations.decide`; the rules are ``docs/how-to/status.md``'s)."""
 
 from __future__ import annotations
 

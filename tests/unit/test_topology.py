@@ -53,6 +53,15 @@ EXPECTED_ERRORS = {
     "weu/orders/Subscriptions/replication does not require sessions",
     "renames-replication-property.json": "tasks[1].options.renameProperties.repl-origin: "
     "'repl-origin' is a replication property; editing it would defeat loop prevention",
+    "duration-not-iso8601.json": "tasks[0].options.replicaTimeToLive: expected an ISO-8601 "
+    "duration such as PT2M or P1D, got '2 minutes'",
+    "retry-duration-not-iso8601.json": "tasks[0].retry.minBackoff: expected an ISO-8601 "
+    "duration such as PT2M or P1D, got '10s'",
+    "misspelt-option.json": "tasks[0].options.replicaTimeToLife: unknown option for pattern "
+    "'active_passive' (did you mean 'replicaTimeToLive'?); known: replicaTimeToLive",
+    "misspelt-optional-option.json": "tasks[0].options.maxBodyByte: unknown option for pattern "
+    "'validation' (did you mean 'maxBodyBytes'?); known: bodyModel, bodySchema, condition, "
+    "maxBodyBytes, onInvalid, removeProperties, requiredProperties, setProperties",
 }
 
 

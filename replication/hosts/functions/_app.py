@@ -66,8 +66,8 @@ def _servicebus_handler(
     """The handler of a Service Bus task. A batch whose metadata cannot give exact copies is
     re-read by peeking the source, except from a session-enabled source: only a receiver that
     holds the session may peek it, and the trigger holds it while the function runs, so such a
-    batch fails with :class:`~replication.hosts.functions.TriggerMetadataError` (README,
-    "Sessions")."""
+    batch fails with :class:`~replication.hosts.functions.TriggerMetadataError`
+    (``docs/explanation/limitations.md``)."""
     source = runner.task.source.entity_path
 
     def reread(sequence_numbers: Sequence[int]) -> Mapping[int, Envelope]:

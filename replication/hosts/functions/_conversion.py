@@ -1,6 +1,6 @@
 """Envelopes from what the Azure Functions host really delivers to a batch-triggered function.
 
-The host's shapes, read from its source (links in README.md, "What the Functions host delivers"):
+The host's shapes, read from its source (``docs/explanation/host-delivery.md``):
 
 - **Bodies**: the triggers declare ``dataType: binary``, so a batch's bodies arrive as
   ``collection_bytes``, byte-exact. (Without a data type the host binds bodies as JSON: JSON

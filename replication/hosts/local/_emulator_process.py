@@ -1,8 +1,9 @@
 """Run the local emulator as a child process, as a user runs it, and read its app settings.
 
-``python -m emulator --topology FILE`` prints one ``export SETTING='CONNECTION-STRING'`` line per
+``python -m replication.emulator --topology FILE`` (``python -m emulator`` in a checkout:
+:data:`~replication.layout.EMULATOR`) prints one ``export SETTING='CONNECTION-STRING'`` line per
 connection setting of the topology's namespaces and a ``# emulator running`` line, then serves
-until it is stopped; ``python -m emulator --config FILE`` prints ``NAME<TAB>CONNECTION-STRING``
+until it is stopped; ``--config FILE`` prints ``NAME<TAB>CONNECTION-STRING``
 per namespace instead. The demo, the host-protocol tests and the benchmarks start it this way:
 the library never imports the emulator (which depends on the library), and the emulator does not
 share the caller's GIL.
@@ -12,8 +13,9 @@ share the caller's GIL.
 started again on the same ports: with ``data_dir`` what it acknowledged survives, so a namespace
 can go down and come back under a running replicator.
 
-The emulator needs python-qpid-proton (``requirements-dev.txt``); ``python`` names the
-interpreter that has it, by default the current one.
+The emulator needs python-qpid-proton (the ``local`` extra); ``python`` names the interpreter
+that has it, by default the current one. The child runs in the caller's working directory, so
+relative paths mean what they mean to the caller.
 """
 
 from __future__ import annotations
@@ -32,10 +34,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from replication.exceptions import EmulatorStartError
+from replication.layout import EMULATOR, child_environment
 
 EXPORT = "export "
-ROOT = Path(__file__).resolve().parents[3]
-"""The repository, where ``emulator`` is a package."""
 _PORT = re.compile(r"sb://[^:;/]+:(\d+)")
 SECTIONS = ("Namespaces", "NamespaceConfig")
 """The lists of namespaces in an emulator config (Service Bus, Event Hubs)."""
@@ -124,8 +125,8 @@ def _spawn(
     python: str | os.PathLike[str], arguments: list[str], log: IO[bytes]
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [os.fspath(python), "-m", "emulator", *arguments],
-        cwd=ROOT,
+        [os.fspath(python), "-m", EMULATOR.module(), *arguments],
+        env={**os.environ, **child_environment()},
         stdout=subprocess.PIPE,
         stderr=log,
         bufsize=0,

@@ -110,5 +110,6 @@ SCENARIO = Scenario(
     drive=drive,
     checks=(processed_once(),),
     isolated=("primary",),
+    needs_azurite=True,
     timeout=180.0,
 )

@@ -1,0 +1,147 @@
+"""The topology file's JSON Schema, generated from the same pydantic models the loader validates
+with (``replication schema``), so that editors complete and check what the loader accepts.
+
+pydantic writes most of it. Three things are added here, each because the model holds the rule
+in a validator a generic generator cannot see:
+
+- durations (:data:`replication.durations.Duration`): ISO-8601 text matching
+  :data:`~replication.durations.ISO8601_PATTERN`, or a number of seconds within the field's
+  bounds (pydantic writes ``"format": "duration"`` with bounds as ISO-8601 text, which no
+  validator reads);
+- a task's ``options``: the options model of the task's ``pattern`` (``if``/``then`` per
+  pattern), and ``pattern`` itself as the registry's names;
+- a task's ``transform``: a ``package.module:function`` string as well as the object.
+
+What a schema cannot express stays the loader's alone: cross-references (a task's namespace and
+entity exist, names are unique, a target differs from its source), SQL syntax, delivery counts
+against the outage tolerance, session compatibility and pattern checks against the targets
+(``tests/unit/test_topology_schema.py`` lists the fixtures only the loader refuses).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from replication.durations import ISO8601_PATTERN, parse_iso8601
+from replication.planning import PATTERN_NAMES, load_pattern
+
+from ._topology import Topology
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+SCHEMA_TITLE = "Replication topology"
+SCHEMA_DESCRIPTION = (
+    "A replication topology: namespaces and their entities, the replication tasks between "
+    "them, heartbeats and alert thresholds (azure-messaging-replication)."
+)
+
+_BOUNDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum"}
+_BOUND_WORDS = {"gt": "more than", "ge": "at least", "lt": "less than", "le": "at most"}
+
+
+def topology_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a topology file."""
+    options: dict[str, type[BaseModel]] = {
+        name: load_pattern(name).options_model for name in PATTERN_NAMES
+    }
+    models: list[tuple[type[BaseModel], Literal["validation"]]] = [
+        (Topology, "validation"),
+        *((model, "validation") for model in options.values()),
+    ]
+    refs, schema = models_json_schema(
+        models, by_alias=True, ref_template="#/$defs/{model}", title=SCHEMA_TITLE
+    )
+    definitions: dict[str, Any] = schema["$defs"]
+    topology_ref = refs[(Topology, "validation")]["$ref"].rpartition("/")[2]
+    document = definitions.pop(topology_ref)
+    task = definitions["TaskSpec"]
+    task["properties"]["pattern"] = {
+        "enum": list(PATTERN_NAMES),
+        "description": "the federation pattern (its options go in `options`)",
+    }
+    task["properties"]["transform"]["anyOf"].insert(
+        0,
+        {
+            "type": "string",
+            "minLength": 1,
+            "description": "`package.module:function`, or a name registered in code",
+        },
+    )
+    task["allOf"] = [
+        _options_of(name, refs[(model, "validation")]["$ref"], model)
+        for name, model in options.items()
+    ]
+    result: dict[str, Any] = {
+        "$schema": SCHEMA_DIALECT,
+        "title": SCHEMA_TITLE,
+        **{key: value for key, value in document.items() if key != "title"},
+        "description": SCHEMA_DESCRIPTION,
+        "$defs": definitions,
+    }
+    cleaned: dict[str, Any] = _cleaned(result)
+    return cleaned
+
+
+def topology_schema_text() -> str:
+    """The schema as its file holds it: indented JSON with a final newline."""
+    return json.dumps(topology_schema(), indent=2) + "\n"
+
+
+def _options_of(name: str, ref: str, model: type[BaseModel]) -> dict[str, Any]:
+    required = any(field.is_required() for field in model.model_fields.values())
+    then: dict[str, Any] = {"properties": {"options": {"$ref": ref}}}
+    if required:
+        then["required"] = ["options"]
+    return {
+        "if": {"properties": {"pattern": {"const": name}}, "required": ["pattern"]},
+        "then": then,
+    }
+
+
+def _seconds(text: str) -> float:
+    return parse_iso8601(text) / timedelta(seconds=1)
+
+
+def _duration(node: dict[str, Any]) -> dict[str, Any]:
+    """A ``"format": "duration"`` node as ISO-8601 text or a number of seconds, bounds kept."""
+    number: dict[str, Any] = {"type": "number"}
+    words = []
+    for bound, keyword in _BOUNDS.items():
+        if bound in node:
+            number[keyword] = _seconds(node[bound])
+            words.append(f"{_BOUND_WORDS[bound]} {node[bound]}")
+    description = "an ISO-8601 duration such as PT2M or P1D, or a number of seconds"
+    if words:
+        description += " (" + ", ".join(words) + ")"
+    result: dict[str, Any] = {
+        "anyOf": [{"type": "string", "pattern": ISO8601_PATTERN}, number],
+        "description": description,
+    }
+    if "default" in node:
+        result["default"] = node["default"]
+    return result
+
+
+def _cleaned(node: Any) -> Any:
+    """Durations rewritten, pydantic's generated titles dropped, reST ``code`` made Markdown."""
+    if isinstance(node, list):
+        return [_cleaned(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("format") == "duration":
+        return _duration(node)
+    result = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str) and value != SCHEMA_TITLE:
+            continue
+        if key == "description" and isinstance(value, str):
+            value = value.replace("``", "`")
+        result[key] = value if key in ("default", "const", "enum") else _cleaned(value)
+    return result
+
+
+__all__ = ["SCHEMA_DIALECT", "SCHEMA_TITLE", "topology_schema", "topology_schema_text"]

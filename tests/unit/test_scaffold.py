@@ -1,0 +1,55 @@
+"""``replication init``'s pure parts: how the library's requirement is written for each way it
+was installed (the packaging tier runs ``init`` itself from a clean environment)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replication import __version__
+from replication.exceptions import ConfigurationError
+from replication.scaffold import create_app, example_names
+from replication.scaffold._requirement import _checked_wheel, _local_wheel, _vcs_url
+
+
+def test_a_vcs_install_is_named_by_its_url_at_the_installed_commit() -> None:
+    direct = {
+        "url": "https://github.com/contoso/azure-messaging-replication.git",
+        "vcs_info": {"vcs": "git", "commit_id": "0123abc"},
+    }
+    assert _vcs_url(direct) == (
+        "git+https://github.com/contoso/azure-messaging-replication.git@0123abc"
+    )
+    assert _vcs_url({"url": "file:///x.whl", "archive_info": {}}) is None
+    assert _vcs_url(None) is None
+
+
+def test_a_wheel_install_is_found_only_while_the_file_exists(tmp_path: Path) -> None:
+    wheel = tmp_path / f"azure_messaging_replication-{__version__}-py3-none-any.whl"
+    direct = {"url": wheel.as_uri(), "archive_info": {}}
+    assert _local_wheel(direct) is None
+    wheel.write_bytes(b"")
+    assert _local_wheel(direct) == wheel
+    assert _local_wheel({"url": "https://example.invalid/x.whl"}) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("other-1.0-py3-none-any.whl", "not a wheel of azure-messaging-replication"),
+        ("azure_messaging_replication-0.0.1-py3-none-any.whl", "is not version"),
+    ],
+)
+def test_a_wheel_given_by_hand_must_be_this_librarys(tmp_path: Path, name: str, says: str) -> None:
+    wheel = tmp_path / name
+    wheel.write_bytes(b"")
+    with pytest.raises(ConfigurationError, match=says):
+        _checked_wheel(wheel)
+
+
+def test_init_names_the_examples_it_knows_and_writes_nothing_on_a_bad_one(tmp_path: Path) -> None:
+    assert {"two-region-all-active", "active-passive-failover"} <= set(example_names())
+    with pytest.raises(ConfigurationError, match="no example named 'nope'; choose one of"):
+        create_app(tmp_path / "app", example="nope")
+    assert not (tmp_path / "app").exists()

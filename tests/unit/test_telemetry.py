@@ -41,12 +41,16 @@ from replication.telemetry import (
     producer_span_context,
     skip_reason,
     telemetry_enabled,
+    traces_sampler,
     traces_sampler_settings,
 )
+from replication.telemetry._setup import _distro_sampler_settings
 from replication.topology import load_topology
 from tests.otel import Sdk
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SAMPLER = "OTEL_TRACES_SAMPLER"
+SAMPLER_ARG = "OTEL_TRACES_SAMPLER_ARG"
 PRODUCER_TRACE = "0af7651916cd43dd8448eb211c80319c"
 PRODUCER_PARENT = f"00-{PRODUCER_TRACE}-b7ad6b7169203331-01"
 
@@ -402,25 +406,57 @@ print(trace.get_tracer_provider().sampler.get_description())
 """
 
 
+def test_local_traces_are_sampled_parent_based_with_ten_percent_of_the_roots_by_default() -> None:
+    """In a fresh interpreter (the global TracerProvider is set once per process)."""
+    result = _fresh_interpreter(SAMPLER_RUN, {})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ParentBased{root:TraceIdRatioBased{0.1},"), result.stdout
+
+
 @pytest.mark.parametrize(
     ("environ", "sampler"),
     [
         ({}, "ParentBased{root:TraceIdRatioBased{0.1},"),
         ({"OTEL_TRACES_SAMPLER_ARG": "0.25"}, "ParentBased{root:TraceIdRatioBased{0.25},"),
-        ({"OTEL_TRACES_SAMPLER": "always_on"}, "AlwaysOnSampler"),
-        (
-            {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"},
-            "ParentBased{root:TraceIdRatioBased{0.5},",
-        ),
+        ({"OTEL_TRACES_SAMPLER": "always_on"}, None),
+        ({"OTEL_TRACES_SAMPLER": "parentbased_traceidratio"}, None),
     ],
 )
-def test_local_traces_are_sampled_by_the_standard_settings_with_a_ten_percent_default(
-    environ: dict[str, str], sampler: str
+def test_the_local_sampler_is_the_standard_settings_or_the_default(
+    environ: dict[str, str], sampler: str | None
 ) -> None:
-    """In a fresh interpreter (the global TracerProvider is set once per process)."""
-    result = _fresh_interpreter(SAMPLER_RUN, environ)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(sampler), result.stdout
+    """None: the SDK's TracerProvider reads the standard settings itself."""
+    found = traces_sampler(environ)
+    if sampler is None:
+        assert found is None
+    else:
+        assert found.get_description().startswith(sampler)
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        (
+            {},
+            {"OTEL_TRACES_SAMPLER": "parentbased_trace_id_ratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"},
+        ),
+        (
+            {SAMPLER: "traceidratio", SAMPLER_ARG: "0.5"},
+            {SAMPLER: "trace_id_ratio", SAMPLER_ARG: "0.5"},
+        ),
+        (
+            {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio"},
+            {"OTEL_TRACES_SAMPLER": "parentbased_trace_id_ratio"},
+        ),
+        ({SAMPLER: "always_off"}, {}),
+    ],
+)
+def test_the_function_app_names_the_ratio_samplers_as_the_azure_monitor_distro_does(
+    environ: dict[str, str], expected: dict[str, str]
+) -> None:
+    """What ``configure_function_app_telemetry`` puts in the environment before calling
+    ``configure_azure_monitor`` (checked end to end in a fresh interpreter below)."""
+    assert _distro_sampler_settings(environ) == expected
 
 
 def test_the_default_sampler_ratio_must_be_a_ratio() -> None:
@@ -508,27 +544,13 @@ assert description.startswith(os.environ["EXPECTED_SAMPLER"]), description
 """
 
 
-@pytest.mark.parametrize(
-    ("sampling", "sampler"),
-    [
-        ({}, "ParentBased{root:TraceIdRatioBased{0.1},"),
-        (
-            {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"},
-            "ParentBased{root:TraceIdRatioBased{0.5},",
-        ),
-    ],
-)
-def test_the_function_app_exports_to_azure_monitor_with_a_connection_string(
-    sampling: dict[str, str], sampler: str
-) -> None:
+def test_the_function_app_exports_to_azure_monitor_with_a_connection_string() -> None:
     """In a fresh interpreter, against an ingestion endpoint that refuses connections; traces
     are sampled as in local runs (parent-based, 10 % of the roots), not by the distro's own
-    default (5 traces a second), and the standard sampler names work although the distro
-    spells the ratio samplers its own way."""
+    default (5 traces a second), although the distro spells the ratio samplers its own way."""
     environ = {
-        **sampling,
         "APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL": "true",
-        "EXPECTED_SAMPLER": sampler,
+        "EXPECTED_SAMPLER": "ParentBased{root:TraceIdRatioBased{0.1},",
     }
     result = _fresh_interpreter(AZURE_MONITOR_RUN, environ)
     assert result.returncode == 0, result.stderr

@@ -1,7 +1,7 @@
 """The app settings, read once at start into one typed object.
 
 Every setting the library reads, by the name it has in the Function app's configuration (and in
-the environment of a local run); the first eight are read into :class:`Settings`, the others
+the environment of a local run); the first nine are read into :class:`Settings`, the others
 by the feature that needs them:
 
 ========================================  ===================================================
@@ -12,9 +12,6 @@ by the feature that needs them:
 ``REPLICATION_TELEMETRY_LAG``             ``per-send`` (the default: one ``replication.lag``
                                           observation per send call, its oldest replica's)
                                           or ``per-replica`` (one per replica)
-``OTEL_TRACES_SAMPLER`` / ``..._ARG``     which batch spans are recorded, read by the
-                                          OpenTelemetry SDK; unset: parent-based, 10 % of
-                                          the roots (``replication.telemetry``)
 ``APPLICATIONINSIGHTS_CONNECTION_STRING`` the Function app exports to Application Insights
 ``OTEL_EXPORTER_OTLP_ENDPOINT``           local runs export over OTLP/HTTP
 ``REPLICATION_KEY_VAULT_URI``             a vault for the namespaces' ``keyVaultSecret``
@@ -28,12 +25,21 @@ by the feature that needs them:
                                           connections`)
 ``OTEL_METRIC_EXPORT_INTERVAL``           local runs: milliseconds between metric exports
                                           (default 15 s; read by ``replication.telemetry``)
+``OTEL_TRACES_SAMPLER``                   which batch spans are recorded (the OpenTelemetry
+                                          SDK's names); unset: ``parentbased_traceidratio``
+                                          (read by ``replication.telemetry`` and the SDK)
+``OTEL_TRACES_SAMPLER_ARG``               the sampler's argument; unset with the default
+                                          sampler: ``0.1``, a tenth of the traces that start
+                                          at the replicator
 ``REPLICATION_FAILOVER_STORAGE``          the failover clients' binding store and logs (a
                                           storage connection string; else
                                           ``AzureWebJobsStorage``), read by
                                           ``replication.failover``
 ``REPLICATION_FAILOVER_CONTAINER``        their blob container (default
                                           ``replication-failover``)
+``PYDANTIC_DISABLE_PLUGINS``              pydantic's: the command line sets it to ``__all__``
+                                          when it is not set (no plugin scan at start);
+                                          empty: pydantic loads its plugins
 ``REPLICATION_AZURITE``                   ``drill``: the Azurite command to start (default:
                                           ``node_modules/.bin/azurite-blob``, then ``PATH``)
 ========================================  ===================================================

@@ -281,7 +281,10 @@ class TaskTelemetry:
         self._lag = meter.create_histogram(
             LAG,
             unit="s",
-            description="Source enqueue time to the target's acknowledgement of the replica",
+            description=(
+                "Source enqueue time to the target's acknowledgement: per send call, of its "
+                "oldest replica (REPLICATION_TELEMETRY_LAG=per-replica: of each replica)"
+            ),
             explicit_bucket_boundaries_advisory=LAG_BUCKETS,
         )
         self._duration = meter.create_histogram(

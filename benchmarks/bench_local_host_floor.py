@@ -216,12 +216,19 @@ def bare_servicebus(environ: Mapping[str, str]) -> None:
     """Receive, copy into a new ServiceBusMessage, send, complete; one thread per direction."""
     from azure.servicebus import ServiceBusClient
 
+    # BARE_PREFETCH_SETTING: the variant that receives as the local host does since issue 37
+    # (a prefetch of one batch, no keep-alive thread); else no prefetch.
+    prefetch = BATCH if environ.get(BARE_PREFETCH_SETTING) else 0
+    options: dict[str, Any] = {"keep_alive": 0} if prefetch else {}
+
     def direction(source: str, target: str) -> None:
         with (
-            ServiceBusClient.from_connection_string(environ[f"SB_{source.upper()}"]) as inbound,
+            ServiceBusClient.from_connection_string(
+                environ[f"SB_{source.upper()}"], **options
+            ) as inbound,
             ServiceBusClient.from_connection_string(environ[f"SB_{target.upper()}"]) as outbound,
             inbound.get_subscription_receiver(
-                "orders", "replication", max_wait_time=WAIT_SECONDS, prefetch_count=0
+                "orders", "replication", max_wait_time=WAIT_SECONDS, prefetch_count=prefetch
             ) as receiver,
             outbound.get_topic_sender("orders") as sender,
         ):
@@ -321,6 +328,10 @@ class Variant:
     environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
+BARE_PREFETCH = "bare SDK loop, prefetch"
+BARE_PREFETCH_SETTING = "BENCH_BARE_PREFETCH"
+"""``--bare-prefetch``: a second bare loop that receives as the local host does since issue 37,
+with a prefetch of one batch and ``keep_alive=0`` (like for like), beside the one without."""
 TELEMETRY_OFF = "local host, telemetry off"
 OTLP_EXPORTER = "local host, OTLP exporter"
 OTLP_PER_REPLICA = "local host, OTLP, lag per replica"
@@ -674,6 +685,12 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
             found = (
                 [] if args.telemetry else [Variant("bare SDK loop", kind, bare_command(kind), ROOT)]
             )
+            if args.bare_prefetch and kind == "servicebus" and not args.telemetry:
+                found.append(
+                    Variant(
+                        BARE_PREFETCH, kind, bare_command(kind), ROOT, {BARE_PREFETCH_SETTING: "1"}
+                    )
+                )
             for suffix, checkout in checkouts:
                 if not args.telemetry:
                     found.append(Variant("local host" + suffix, kind, host, checkout))
@@ -1411,6 +1428,11 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12, help="rows per profile table")
     parser.add_argument("--profile-dir", type=Path, help="where --profile keeps py-spy's stacks")
     parser.add_argument("--bare-loop", choices=("servicebus", "eventhubs"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--bare-prefetch",
+        action="store_true",
+        help="servicebus: also a bare loop with a prefetch of one batch and no keep-alive thread",
+    )
     parser.add_argument(
         "--instructions",
         action="store_true",

@@ -37,14 +37,16 @@ from replication.hosts.local import emulator_process
 from replication.transport.servicebus import entity_receiver, peek_pages
 
 from .harness import ROOT, eventually, merged, topology_document
-from .keepalive_race import DELAYED_LINE
+from .keepalive_race import DELAYED_LINE, STARTED_LINE
 
 SESSIONS = 8
 """As many sessions as the local host's session loops: each loop holds one throughout."""
 BACKLOG = 200
 """Messages per session published before the replicator starts."""
-TRICKLE_SECONDS = 20.0
-"""How long one message per session keeps coming every :data:`TRICKLE_INTERVAL` seconds."""
+TRICKLE_SECONDS = 35.0
+"""How long one message per session keeps coming every :data:`TRICKLE_INTERVAL` seconds: each
+session is held longer than the SDK's keep-alive intervals, 5 s without prefetch and 30 s, the
+default, with a prefetch (a receiver not given ``keep_alive=0`` has a thread then too)."""
 TRICKLE_INTERVAL = 0.05
 BUILD = "tests.faults.keepalive_race"
 """The local host's test build that widens the race (run as a module)."""
@@ -132,6 +134,7 @@ def test_sessions_keep_their_order_when_the_sdk_keep_alive_thread_handles_transf
             replicator.wait(timeout=30)
     stored = _stored_in_order(settings["SB_NEU"])
     text = log.read_text(errors="replace")
+    figures["session order race: receivers' keep-alive threads started"] = text.count(STARTED_LINE)
     figures["session order race: keep-alive transfers delayed"] = text.count(DELAYED_LINE)
     broken: dict[str, list[tuple[int, int]]] = {}
     for session, copies in stored.items():

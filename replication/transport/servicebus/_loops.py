@@ -31,14 +31,16 @@ transfer the keep-alive thread reads is then handed over after transfers the rec
 read later, or released after the receive returned and delivered again after them: a session's
 messages out of order (reproduced by ``tests/faults/test_session_order_race.py``), and, when
 both threads settle one delivery, a message that stays locked until its lock expires (late by a
-lock duration). With a prefetch and ``keep_alive=0`` there is no such thread, so the loops
-receive with a prefetch of one batch (:func:`loop_receiver`): while a batch is in flight the
-next one may already be locked in the SDK's buffer, and its locks are not renewed. A message
-whose lock expired there is still replicated when its turn comes, in its order (its completion
-then fails and the broker's redelivery is dropped by the runner's ledger). A batch that failed
-is abandoned and the receiver closed at once, which releases what it had prefetched (a session
-receiver's close releases its session with its unsettled messages): the abandoned messages come
-back first, the prefetched ones behind them, as without prefetch. Only a loop isolating a
+lock duration). A receiver with a prefetch and ``keep_alive=0`` (the receiver's own option:
+the client does not pass its ``keep_alive`` on, and the default starts a thread every 30 s) has
+no such thread, so the loops receive with a prefetch of one batch (:func:`loop_receiver`):
+while a batch is in flight the next one may already be locked in the SDK's buffer, and its
+locks are not renewed. A message whose lock expired there is still replicated when its turn
+comes, in its order (its completion then fails and the broker's redelivery is dropped by the
+runner's ledger). A batch that failed is abandoned and the receiver closed at once, which
+releases what it had prefetched (a session receiver's close releases its session with its
+unsettled messages): the abandoned messages come back first, the prefetched ones behind them,
+as without prefetch. Only a loop isolating a
 message the SDK cannot decode (:class:`Isolation`) receives without prefetch, one message per
 call, where only one transfer is ever in flight and the keep-alive thread has nothing to
 reorder.
@@ -76,7 +78,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
@@ -142,7 +144,7 @@ def run_servicebus_source(
     ``isolation``, kept across restarts, makes the loop receive one message at a time after a
     receive failed."""
     isolation = isolation or Isolation()
-    with loop_client(namespace, settings) as client, LockRenewer() as renewer:
+    with servicebus_client(namespace, settings) as client, LockRenewer() as renewer:
         alone = isolation.active()
         receiver = loop_receiver(client, source, isolation, max_batch_size, wait=1)
         with receiver:
@@ -224,7 +226,7 @@ def run_servicebus_session_source(
     # settlement, a renewal) ends the turn, which the supervisor restarts; the batch comes back
     # with the session and the runner's ledger keeps it from being sent twice.
     with (
-        loop_client(namespace, settings, retry_total=0) as client,
+        servicebus_client(namespace, settings, retry_total=0) as client,
         LockRenewer() as renewer,
     ):
         while not stop.is_set():
@@ -248,14 +250,6 @@ def run_servicebus_session_source(
                 )  # fmt: skip
 
 
-def loop_client(namespace: NamespaceSpec, settings: Settings, **options: Any) -> ServiceBusClient:
-    """The client of one receive loop: its receivers with a prefetch have no keep-alive thread
-    (``keep_alive=0``; the module docstring says why). The loop's own traffic keeps the
-    connection alive: receives while the source is idle, lock renewals while a batch is in
-    flight."""
-    return servicebus_client(namespace, settings, keep_alive=0, **options)
-
-
 def loop_receiver(
     client: ServiceBusClient,
     source: EntityRef,
@@ -265,8 +259,9 @@ def loop_receiver(
     wait: float,
     session_id: str | ServiceBusSessionFilter | None = None,
 ) -> ServiceBusReceiver:
-    """The receiver of a loop's turn, read by one thread only: a prefetch of one batch, or none
-    while ``isolation`` receives one message per call (then the SDK's keep-alive thread runs,
+    """The receiver of a loop's turn, read by one thread only: a prefetch of one batch (without a
+    keep-alive thread, see :func:`source_receiver`), or none while ``isolation`` receives one
+    message per call (then the SDK's keep-alive thread runs,
     but with one transfer in flight at a time it cannot hand two over out of order)."""
     prefetch = 0 if isolation.active() else max_batch_size
     return source_receiver(client, source, wait=wait, session_id=session_id, prefetch=prefetch)
@@ -846,7 +841,6 @@ __all__ = [
     "LockRenewer",
     "SessionOrder",
     "hold_stopped_session",
-    "loop_client",
     "loop_receiver",
     "overdue_after",
     "run_servicebus_session_source",

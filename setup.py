@@ -32,6 +32,7 @@ DATA_ONLY = {
     "replication.infra": ["*.bicep", "workbook.json"],
     "replication.infra.modules": ["*.bicep"],
     "replication.infra.scripts": ["*.sh"],
+    "replication.audit.jobs": ["*.json"],
 }
 """Folders of data files, listed as packages (setuptools treats every folder as one) with the
 files each ships."""

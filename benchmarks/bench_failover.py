@@ -13,11 +13,17 @@ medians of the rounds, and the ratio also as the median of each round's own rati
   store read every 5 s, MessageIds given), time per message and the ratio (goal: at most 1.1);
 - **skip helper in memory**: :meth:`ProcessedLog.decide` plus :meth:`ProcessedLog.record` per
   message, with a log holding 100,000 entries;
+- **deadline lane**: what handing one call to a
+  :class:`~replication.transport.deadlines.CallLane` and waiting for it costs (a call that does
+  nothing; every SDK call of the failover clients pays it once);
 - **consumer**: N messages received in batches of 50 and completed, with a bare SDK receiver
   and with :class:`~replication.failover.FailoverConsumer` (every batch screened by the log,
   its entries appended to the log's blob before the batch is completed), per message and the
   ratio;
-- with ``--drill``: ``python -m replication drill`` planned and forced, their RTO figures.
+- with ``--drill``: ``python -m replication drill`` planned, forced (primaries killed), hung
+  primary (frozen with SIGSTOP) and hung store (Azurite frozen for 10 s), one after the other,
+  their RTO figures, the longest ``receive`` of the Service Bus consumer and each switch
+  command's duration (``--drill-only``: only those).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from replication.drill._processes import azurite
 from replication.failover import FailoverConsumer, FailoverPublisher, FailoverStore, ProcessedLog
 from replication.failover._origin import OriginPosition
 from replication.hosts.local import emulator_process
+from replication.transport.deadlines import CallLane
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "active-passive-failover.json"
@@ -147,7 +154,30 @@ def skip_helper_cost(entries: int = 100_000, checks: int = 200_000) -> float:
     return (time.perf_counter() - started) / checks
 
 
-def drill(mode: str) -> dict[str, object]:
+DRILLS = {
+    "planned": ["--planned"],
+    "forced": ["--forced"],
+    "hung primary": ["--hang", "primary"],
+    "hung store": ["--hang", "store"],
+}
+
+
+def lane_cost(calls: int = 2000, rounds: int = 5) -> float:
+    """Seconds one :meth:`CallLane.run` of a call that does nothing costs (median of rounds)."""
+    lane = CallLane("bench:0", name="bench")
+    for _ in range(200):
+        lane.run(lambda: None, timeout=10, what="warm up")
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for _ in range(calls):
+            lane.run(lambda: None, timeout=10, what="nothing")
+        samples.append((time.perf_counter() - started) / calls)
+    lane.retire()
+    return statistics.median(samples)
+
+
+def drill(arguments: list[str]) -> dict[str, object]:
     result = subprocess.run(
         [
             sys.executable,
@@ -156,7 +186,7 @@ def drill(mode: str) -> dict[str, object]:
             "drill",
             "--topology",
             str(EXAMPLE),
-            f"--{mode}",
+            *arguments,
             "--json",
         ],
         cwd=ROOT,
@@ -173,7 +203,15 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--drill", action="store_true")
+    parser.add_argument("--drill-only", action="store_true")
     args = parser.parse_args()
+    if not args.drill_only:
+        costs(args)
+    if args.drill or args.drill_only:
+        drills()
+
+
+def costs(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as workdir, emulator_process(EXAMPLE) as settings:
         namespaces = {"primary": settings["SB_PRIMARY"], "secondary": settings["SB_SECONDARY"]}
         with azurite(Path(workdir)) as storage:
@@ -209,23 +247,34 @@ def main() -> None:
         "skip helper in memory (decide + record, 100,000 entries): "
         f"{skip_helper_cost() * 1e6:.2f} µs/message"
     )
+    print(f"deadline lane (a thread handoff per SDK call): {lane_cost() * 1e6:.0f} µs per call")
     print(
         f"consumer (batches of 50): bare SDK {get_bare * 1000:.2f} ms/message, FailoverConsumer "
         f"{get_failover * 1000:.2f} ms/message: {get_failover / get_bare:.2f}x "
         f"(median of the rounds' ratios {get_ratio:.2f}x)"
     )
-    if args.drill:
-        for mode in ("planned", "forced"):
-            report = drill(mode)
-            for phase in ("failover", "failback"):
-                for kind, figures in report[phase].items():  # type: ignore[attr-defined]
-                    print(
-                        f"drill {mode} {phase} {kind}: "
-                        f"RTO publish {figures['rto_publish_seconds']} s, "
-                        f"consume {figures['rto_consume_seconds']} s, lost {figures['lost']}, "
-                        f"duplicates {figures['duplicates_with_skip_helper']} with the helper, "
-                        f"{figures['duplicates_without_skip_helper']} without"
-                    )
+
+
+def drills() -> None:
+    for mode, arguments in DRILLS.items():
+        report = drill(arguments)
+        for phase in ("failover", "failback"):
+            for kind, figures in report[phase].items():  # type: ignore[attr-defined]
+                receive = figures["longest_receive_seconds"]
+                print(
+                    f"drill {mode} {phase} {kind}: "
+                    f"RTO publish {figures['rto_publish_seconds']} s, "
+                    f"consume {figures['rto_consume_seconds']} s, lost {figures['lost']}, "
+                    f"duplicates {figures['duplicates_with_skip_helper']} with the helper, "
+                    f"{figures['duplicates_without_skip_helper']} without, switch publisher / "
+                    f"consumer {figures['switch_seconds']['publisher']} / "
+                    f"{figures['switch_seconds']['consumer']} s"
+                    + ("" if receive is None else f", longest receive {receive} s")
+                )
+        for key, seconds in report["switch_seconds"].items():  # type: ignore[attr-defined]
+            code = report["switch_exit_codes"][key]  # type: ignore[index]
+            print(f"drill {mode} switch {key}: exit {code} after {seconds} s")
+        print(f"drill {mode} lost at the end: {report['lost_at_end']}")
 
 
 if __name__ == "__main__":

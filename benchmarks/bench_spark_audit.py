@@ -1,11 +1,14 @@
 """Throughput of the batch duplicate audit, its scaling, and DuckDB references, in one run.
 
-Run: ``.venv/bin/python benchmarks/bench_spark_audit.py [--sizes 1000000,10000000] [--repeat 3]``.
+Run: ``.venv/bin/python benchmarks/bench_spark_audit.py [--sizes 1000000,10000000] [--repeat 3]
+[--engines local,standalone]``.
 
 For each N it generates N messages published across 3 regions (weu, neu, eus) and replicated
 all-active, with 1% of replicas lost, 2% delivered twice in a region and lags of 0.1-3 s (a few
-with clock skew), writes them as parquet per region, then times, with ``local[2]``, ``--repeat``
-times in turn (the machine may be shared: each Spark run has its DuckDB runs right after it):
+with clock skew), writes them as parquet per region, then times, on each of ``--engines``
+(``local[2]``; a standalone cluster of a master and two one-core workers started from pyspark's
+``spark-class``, whose executors are JVMs of their own), ``--repeat`` times in turn (the machine
+may be shared: each Spark run has its DuckDB runs right after it):
 
 - the batch audit including report and writing ``unique/`` and ``duplicates/`` (``run_audit``);
 - DuckDB computing the same ``unique`` set (earliest copy per message id) from the same files
@@ -35,6 +38,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -43,9 +49,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
-from spark._inputs import read_inputs
+from spark._inputs import read_inputs, select_inputs
+from spark._storage import OutputFolder, files_of
 from spark._streaming import deduplicate_stream
-from spark.dedup_audit import run_audit
+from spark.dedup_audit import FULL, run_audit
 
 REGIONS = ["weu", "neu", "eus"]
 T0 = 1_714_560_000  # 2024-05-01T12:00:00Z
@@ -93,11 +100,18 @@ def generate(spark: SparkSession, count: int, root: Path, files_per_region: int)
 
 
 def time_spark(spark: SparkSession, paths: dict[str, str], output: Path) -> tuple[float, int]:
+    """The audit as ``run`` does it: list and check the input files, audit, write both report
+    files through the session's filesystem and move the staged outputs into place."""
     started = time.perf_counter()
-    records: DataFrame = read_inputs(spark, paths, "parquet")
-    output.mkdir(parents=True, exist_ok=True)
-    result = run_audit(records, list(paths), 30.0, [], output)
-    (output / "report.json").write_text(json.dumps(result.report))
+    folder = OutputFolder(spark, str(output))
+    folder.open()
+    selected = select_inputs(files_of(spark), paths, "parquet", FULL, timedelta(seconds=30))
+    records: DataFrame = read_inputs(
+        spark, {region: s.files for region, s in selected.items()}, "parquet"
+    )
+    result = run_audit(records, list(paths), 30.0, [], folder)
+    folder.write_text("report.json", json.dumps(result.report))
+    folder.commit()
     return time.perf_counter() - started, int(result.report["total_records"])
 
 
@@ -185,67 +199,93 @@ def spread(values: list[float], spec: str = ".1f") -> str:
     return f"{statistics.median(values):{spec}} ({min(values):{spec}}-{max(values):{spec}})"
 
 
+COMMON_SETTINGS = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "16",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "6g",
+    "spark.ui.showConsoleProgress": "false",
+}
+STANDALONE_SETTINGS = {
+    "spark.executor.cores": "1",
+    "spark.executor.memory": "3g",
+    "spark.cores.max": "2",
+}
+"""Two executors of one core and 3 GB, one per worker: the cluster's two cores, as ``local[2]``
+has them, but in JVMs of their own, with shuffles between them through the block manager."""
+
+
+def session(master: str) -> SparkSession:
+    builder = SparkSession.builder.master(master)
+    settings = COMMON_SETTINGS | ({} if master.startswith("local") else STANDALONE_SETTINGS)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextmanager
+def engine_master(engine: str, work: Path) -> Iterator[str]:
+    """The master URL of ``engine``: ``local[2]``, or a standalone cluster of two one-core
+    workers started from pyspark's ``spark-class`` for the run (tests/spark/engines.py)."""
+    if engine == "local":
+        yield "local[2]"
+        return
+    from tests.spark.engines import standalone_cluster
+
+    with standalone_cluster(work / "standalone", workers=2, memory="4g") as cluster:
+        yield cluster.url
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--streaming-size", type=int, default=200_000)
     parser.add_argument("--warmup", type=int, default=100_000, help="messages; 0: none")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per size")
+    parser.add_argument(
+        "--engines",
+        default="local",
+        help="comma-separated: local (local[2]) and/or standalone (a master and two one-core "
+        "workers), each timed on the same files in this run",
+    )
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "16")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "6g")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    engines = args.engines.split(",")
     work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
-    timings = {}
+    timings: dict[tuple[str, int], float] = {}
+    spark = session("local[2]")
     try:
-        if args.warmup:
-            paths = generate(spark, args.warmup, work / "in-warmup", files_per_region=4)
-            seconds, records = time_spark(spark, paths, work / "out-warmup")
-            print(f"warm-up (not counted): {records:,} records in {seconds:.1f} s", flush=True)
-        for size in sizes:
-            paths = generate(spark, size, work / f"in-{size}", files_per_region=4)
-            runs: list[tuple[float, float, float, float]] = []
-            for run in range(args.repeat):
-                seconds, records = time_spark(spark, paths, work / f"out-{size}")
-                duck_seconds, duck_unique = time_duckdb(paths)
-                outputs_seconds = time_duckdb_outputs(paths, work / f"duck-{size}")
-                floor_seconds = time_spark_floor(spark, paths)
-                runs.append((seconds, duck_seconds, outputs_seconds, floor_seconds))
+        inputs = {
+            size: generate(spark, size, work / f"in-{size}", files_per_region=4)
+            for size in [*([args.warmup] if args.warmup else []), *sizes]
+        }
+        for engine in engines:
+            with engine_master(engine, work) as master:
+                spark.stop()
+                spark = session(master)
+                label = "local[2]" if engine == "local" else "standalone, 2 workers"
+                if args.warmup:
+                    seconds, records = time_spark(spark, inputs[args.warmup], work / "out-warm")
+                    print(
+                        f"{label}: warm-up (not counted): {records:,} records in {seconds:.1f} s",
+                        flush=True,
+                    )
+                for size in sizes:
+                    timings[(engine, size)] = time_size(
+                        spark, label, size, inputs[size], work, args
+                    )
+                spark.stop()
+                spark = session("local[2]")
+        for engine in engines:
+            if len(sizes) > 1:
+                small, large = min(sizes), max(sizes)
+                ratio = timings[(engine, large)] / timings[(engine, small)]
                 print(
-                    f"N={size:>11,} run {run + 1}: {records:>11,} records in {seconds:7.1f} s = "
-                    f"{records / seconds:>9,.0f} records/s (Spark local[2]); DuckDB unique "
-                    f"{duck_unique:,} in {duck_seconds:5.1f} s, Spark/DuckDB = "
-                    f"{seconds / duck_seconds:.1f}; DuckDB writing unique/ and duplicates/ "
-                    f"{outputs_seconds:5.1f} s, Spark/that = {seconds / outputs_seconds:.1f}; "
-                    f"Spark computing only unique {floor_seconds:5.1f} s, that/DuckDB = "
-                    f"{floor_seconds / duck_seconds:.1f}; load {os.getloadavg()[0]:.1f}",
-                    flush=True,
+                    f"{engine}: time({large:,}) / time({small:,}) = {ratio:.2f} "
+                    f"(medians; size ratio {large / small:.0f})"
                 )
-            timings[size] = statistics.median(run[0] for run in runs)
-            print(
-                f"N={size:>11,}: median (min-max) of {len(runs)} runs: Spark "
-                f"{spread([run[0] for run in runs])} s = "
-                f"{spread([records / run[0] for run in runs], ',.0f')} records/s; "
-                f"Spark/DuckDB unique {spread([run[0] / run[1] for run in runs])}; "
-                f"Spark/DuckDB writing {spread([run[0] / run[2] for run in runs])}; "
-                f"the floor, Spark computing only unique / DuckDB "
-                f"{spread([run[3] / run[1] for run in runs])}",
-                flush=True,
-            )
-        if len(sizes) > 1:
-            small, large = min(sizes), max(sizes)
-            print(
-                f"time({large:,}) / time({small:,}) = {timings[large] / timings[small]:.2f} "
-                f"(medians; size ratio {large / small:.0f})"
-            )
         paths = generate(spark, args.streaming_size, work / "in-stream", files_per_region=20)
         stats = deduplicate_stream(
             spark, paths, "parquet", "30 seconds", str(work / "stream-out"), str(work / "ckpt")
@@ -258,6 +298,49 @@ def main() -> None:
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def time_size(
+    spark: SparkSession,
+    label: str,
+    size: int,
+    paths: dict[str, str],
+    work: Path,
+    args: argparse.Namespace,
+) -> float:
+    """``--repeat`` runs of the audit, DuckDB's two references and Spark's floor on one size;
+    prints each run and the spread; returns the audit's median time."""
+    runs: list[tuple[float, float, float, float]] = []
+    records = 0
+    for run in range(args.repeat):
+        seconds, records = time_spark(spark, paths, work / f"out-{size}")
+        duck_seconds, duck_unique = time_duckdb(paths)
+        outputs_seconds = time_duckdb_outputs(paths, work / f"duck-{size}")
+        floor_seconds = time_spark_floor(spark, paths)
+        runs.append((seconds, duck_seconds, outputs_seconds, floor_seconds))
+        print(
+            f"N={size:>11,} run {run + 1}: {records:>11,} records in {seconds:7.1f} s = "
+            f"{records / seconds:>9,.0f} records/s (Spark {label}); DuckDB unique "
+            f"{duck_unique:,} in {duck_seconds:5.1f} s, Spark/DuckDB = "
+            f"{seconds / duck_seconds:.1f}; DuckDB writing unique/ and duplicates/ "
+            f"{outputs_seconds:5.1f} s, Spark/that = {seconds / outputs_seconds:.1f}; "
+            f"Spark computing only unique (the floor) {floor_seconds:5.1f} s, that/DuckDB = "
+            f"{floor_seconds / duck_seconds:.1f}, audit/floor = {seconds / floor_seconds:.2f}; "
+            f"load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+    print(
+        f"N={size:>11,} ({label}): median (min-max) of {len(runs)} runs: Spark "
+        f"{spread([run[0] for run in runs])} s = "
+        f"{spread([records / run[0] for run in runs], ',.0f')} records/s; "
+        f"Spark/DuckDB unique {spread([run[0] / run[1] for run in runs])}; "
+        f"Spark/DuckDB writing {spread([run[0] / run[2] for run in runs])}; "
+        f"the floor, Spark computing only unique / DuckDB "
+        f"{spread([run[3] / run[1] for run in runs])}; audit / floor "
+        f"{spread([run[0] / run[3] for run in runs], '.2f')}",
+        flush=True,
+    )
+    return statistics.median(run[0] for run in runs)
 
 
 if __name__ == "__main__":

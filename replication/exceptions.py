@@ -238,6 +238,14 @@ class FailoverStoreError(ReplicationError):
     retryable = True
 
 
+class CallTimeoutError(ReplicationError, TimeoutError):
+    """A network call got no answer within its deadline: the service counts as unreachable
+    (``replication.transport.deadlines``). A ``TimeoutError``, so everything that treats an
+    SDK timeout as "unreachable, retry later" treats this one so too."""
+
+    retryable = True
+
+
 class MemoryStoreUnavailableError(ReplicationError):
     """The in-memory store was told to be unavailable."""
 
@@ -279,6 +287,7 @@ class DrillSetupError(ReplicationError):
 
 __all__ = [
     "BindingDocumentError",
+    "CallTimeoutError",
     "CodeReferenceError",
     "ConfigurationError",
     "DrillSetupError",

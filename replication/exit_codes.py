@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import enum
 
+from replication.exceptions import (
+    CallTimeoutError,
+    FailoverStoreError,
+    ReplicationError,
+    SourceUnreadableError,
+)
+
 
 class ExitCode(enum.IntEnum):
     """Process exit codes."""
@@ -25,4 +32,19 @@ class ExitCode(enum.IntEnum):
     """Stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
 
 
-__all__ = ["ExitCode"]
+UNREACHABLE: tuple[type[ReplicationError], ...] = (
+    FailoverStoreError,
+    CallTimeoutError,
+    SourceUnreadableError,
+)
+"""Errors that mean "could not be reached" (3), not "the input was wrong" (2)."""
+
+
+def exit_code_for(error: ReplicationError) -> ExitCode:
+    """The exit code of a command that ended with ``error``: ``UNAVAILABLE`` for a service
+    that could not be reached or did not answer (:data:`UNREACHABLE`), else
+    ``CONFIGURATION``."""
+    return ExitCode.UNAVAILABLE if isinstance(error, UNREACHABLE) else ExitCode.CONFIGURATION
+
+
+__all__ = ["UNREACHABLE", "ExitCode", "exit_code_for"]

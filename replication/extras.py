@@ -14,7 +14,8 @@ extra        installs                                   needed by
                                                         ``run``
 ``lint``     pycep-parser                               ``lint-rules --bicep-root``
 ``local``    python-qpid-proton, json5                  ``emulator``, ``demo``, ``drill``
-``audit``    pyspark, fastavro, pandas, pyarrow         ``audit``, the demo's Spark audit
+``audit``    pyspark (with its Spark Connect client),   ``audit``, the demo's Spark audit
+             fastavro, pandas, pyarrow
 ``all``      all of the above
 ===========  =========================================  ===========================================
 

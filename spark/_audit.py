@@ -10,6 +10,12 @@ Definitions (they are the report's keys; see spark/README.md):
   copy's enqueue time;
 - a *loop* is a message whose ``repl-path`` names a namespace twice or whose ``repl-hops``
   exceeds the number of regions - 1;
+- an *expected replica* is a message's first copy in a region the topology sends it to (every
+  region but the origin without ``--expect``; with it, the origin's ``SRC:DST`` targets);
+- an *unexpected duplicate* is a copy nobody should see: a second copy in one region (an
+  in-region duplicate), or a first copy in a region that is neither the message's origin nor
+  a region the topology sends it to. Replicas are not duplicates: a healthy 3-region mesh holds
+  three copies of each message, one original and two expected replicas;
 - a *late record* is a duplicate copy enqueued more than the watermark after the message's
   first copy.
 
@@ -249,7 +255,9 @@ class Summary:
 
     @property
     def first_key(self) -> Column:
-        return F.least(*[F.col(f"k{index}") for index in self.regions.numbers])
+        keys = [F.col(f"k{index}") for index in self.regions.numbers]
+        # least() takes two columns or more: an audit of one region has one key.
+        return F.least(*keys) if len(keys) > 1 else keys[0]
 
     @property
     def first_region(self) -> Column:
@@ -281,6 +289,26 @@ class Summary:
             F.col("origin") != index, (self.time(index) - self.origin_time) / F.lit(float(MICROS))
         )
 
+    def replica_expected(self, index: int, expect: list[tuple[str, str]]) -> Column:
+        """Whether the topology sends the message a copy in region ``index``: not its origin,
+        and (with ``expect``) a target of its origin; without ``expect`` (all-active) every
+        other region is."""
+        elsewhere = F.col("origin") != index
+        if not expect:
+            return elsewhere
+        target = self.regions.names[index]
+        sources = [self.regions.names.index(s) for s, t in expect if t == target]
+        return elsewhere & F.col("origin").isin(sources) if sources else F.lit(False)
+
+    def first_time_in(self, since_us: int | None, until_us: int | None) -> Column:
+        """Whether the message's first copy was enqueued in ``[since_us, until_us)`` (µs)."""
+        inside = F.lit(True)
+        if since_us is not None:
+            inside = inside & (self.first_time >= F.lit(since_us))
+        if until_us is not None:
+            inside = inside & (self.first_time < F.lit(until_us))
+        return inside
+
     def missing(self, index: int, expect: list[tuple[str, str]]) -> Column:
         """Whether the message should be in region ``index`` and is not.
 
@@ -310,10 +338,18 @@ def figure_columns(regions: RegionIndex, expect: list[tuple[str, str]]) -> list[
         F.count(F.when(~F.col("listed"), 1)).alias("unlisted"),
     ]
     for index in regions.numbers:
+        held = F.col(f"n{index}") > 0
+        stranger = F.col("origin") != index
         columns += [
             F.coalesce(F.sum(f"n{index}"), F.lit(0)).alias(f"records{index}"),
             F.count(F.when(F.col(f"n{index}") > 0, 1)).alias(f"held{index}"),
             F.count(F.when(derived.missing(index, expect), 1)).alias(f"missing{index}"),
+            F.count(F.when(held & derived.replica_expected(index, expect), 1)).alias(
+                f"expected{index}"
+            ),
+            F.count(F.when(held & ~derived.replica_expected(index, expect) & stranger, 1)).alias(
+                f"stranger{index}"
+            ),
             F.min(f"k{index}").alias(f"first{index}"),
             F.max(f"k{index}").alias(f"last{index}"),
         ]
@@ -348,14 +384,18 @@ class Figures:
         )
 
     def region_report(self) -> dict[str, dict[str, int]]:
-        """Per region: records, distinct messages, in-region duplicates and missing messages."""
+        """Per region: records, distinct messages, expected replicas, in-region duplicates,
+        unexpected duplicates (in-region duplicates and copies the topology does not send
+        there) and missing messages."""
         report = {}
         for index, region in enumerate(self.regions.names):
             records, held = self[f"records{index}"], self[f"held{index}"]
             report[region] = {
                 "records": records,
                 "unique_messages": held,
+                "expected_replicas": self[f"expected{index}"],
                 "in_region_duplicates": records - held,
+                "unexpected_duplicates": records - held + self[f"stranger{index}"],
                 "missing": self[f"missing{index}"],
             }
         return report

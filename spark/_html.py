@@ -18,7 +18,6 @@ import html
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from ._audit import (
@@ -38,8 +37,9 @@ LISTED_IDS = 100
 class Listing:
     """Some rows of a CSV listing of message ids and the file that holds all of them."""
 
-    file: Path | None
-    """None when there is nothing to list (and no file)."""
+    file: str | None
+    """The CSV file's name in its folder (``missing/`` or ``loops/``); None when there is
+    nothing to list (and no file)."""
     rows: list[dict[str, str]]
     """The first ``LISTED_IDS`` rows, earliest first."""
 
@@ -168,7 +168,12 @@ def _banner(report: dict[str, Any]) -> str:
 KEY_FIGURES = (
     ("unique_messages", "messages", "distinct message ids"),
     ("total_records", "copies read", "records in all regions"),
-    ("duplicate_records", "duplicate copies", "copies beyond each message's first"),
+    ("expected_replicas", "expected replicas", "copies the topology sends to other regions"),
+    (
+        "unexpected_duplicates",
+        "unexpected duplicates",
+        "a region holds a message twice, or a copy the topology sends none of",
+    ),
     ("missing_total", "missing", "a region lacks a message it should hold (per region)"),
     ("loops", "looping messages", "path names a namespace twice or too many hops"),
     ("late_records", "late copies", "after the watermark: a stream dedup misses them"),
@@ -190,6 +195,13 @@ def _key_figures(report: dict[str, Any]) -> str:
         f'<div class="label">{label}</div><div class="unit">{unit}</div></div>'
         for key, label, unit in KEY_FIGURES
     )
+    # Every copy beyond a message's first is an expected replica or an unexpected duplicate
+    # (or a copy of a message whose origin holds none): the old "duplicate copies" total, which
+    # counted replicas as duplicates, stays in report.json and is spelled out here.
+    beyond = (
+        f'<p class="note">{_figure("duplicate_records", count(report["duplicate_records"]))} '
+        "copies beyond each message's first: replicas are copies, not duplicates.</p>"
+    )
     streaming = report.get("streaming")
     if streaming:
         cards += "".join(
@@ -198,7 +210,23 @@ def _key_figures(report: dict[str, Any]) -> str:
             f'<div class="label">{label}</div><div class="unit">streaming mode</div></div>'
             for key, label in STREAMING_FIGURES
         )
-    return f'<section class="cards">{cards}</section>'
+    return f'<section class="cards">{cards}</section>{beyond}{_window(report)}'
+
+
+def _window(report: dict[str, Any]) -> str:
+    """The audited window (``--since`` / ``--until``), when the audit had one."""
+    window = report.get("window")
+    if not window:
+        return ""
+    since = _figure("window.since", window["since"]) if window["since"] else "the beginning"
+    until = _figure("window.until", window["until"]) if window["until"] else "the end"
+    return (
+        f'<p class="note">Messages first enqueued from {since} until {until} (UTC); copies '
+        f"read {_figure('window.margin_seconds', duration(window['margin_seconds']))} either "
+        f"side. {_figure('window.files_read', count(window['files_read']))} capture files "
+        f"read, {_figure('window.files_skipped', count(window['files_skipped']))} outside the "
+        "window left unread.</p>"
+    )
 
 
 # ---------------------------------------------------------------- lag matrix
@@ -361,32 +389,40 @@ COLOURS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4
 WIDTH, HEIGHT, PAD = 760, 240, 44
 
 
+REGION_COLUMNS = {
+    "records": "copies held",
+    "unique_messages": "messages held",
+    "expected_replicas": "expected replicas",
+    "in_region_duplicates": "in-region duplicates",
+    "unexpected_duplicates": "unexpected duplicates",
+    "missing": "missing messages",
+}
+"""The per-region table's columns: report.json's ``regions.*`` keys and their headings."""
+
+
 def _regions(report: dict[str, Any]) -> str:
     regions = report["regions"]
     rows = "".join(
         _row(
             name,
-            [
-                _figure(f"regions.{name}.{key}", count(r[key]))
-                for key in ("records", "unique_messages", "in_region_duplicates", "missing")
-            ],
+            [_figure(f"regions.{name}.{key}", count(r[key])) for key in REGION_COLUMNS],
         )
         for name, r in regions.items()
     )
-    table = (
-        '<table class="numbers"><tr><th>region</th><th>copies held</th><th>messages held</th>'
-        "<th>in-region duplicates</th><th>missing messages</th></tr>"
-        f"{rows}</table>"
-    )
-    if not any(r["in_region_duplicates"] or r["missing"] for r in regions.values()):
-        chart = '<p class="none">No region holds a message twice or misses one.</p>'
+    heads = "".join(f"<th>{html.escape(label)}</th>" for label in REGION_COLUMNS.values())
+    table = f'<table class="numbers"><tr><th>region</th>{heads}</tr>{rows}</table>'
+    if not any(r["unexpected_duplicates"] or r["missing"] for r in regions.values()):
+        chart = (
+            '<p class="none">No region holds a message twice, holds one the topology does not '
+            "send it, or misses one.</p>"
+        )
     else:
         chart = _region_bars(regions)
     return f"<h2>Regions</h2>{table}{chart}"
 
 
 def _region_bars(regions: dict[str, dict[str, int]]) -> str:
-    series = (("in_region_duplicates", "in-region duplicates"), ("missing", "missing messages"))
+    series = (("unexpected_duplicates", "unexpected duplicates"), ("missing", "missing messages"))
     top = max(r[key] for r in regions.values() for key, _ in series)
     slot = (WIDTH - 2 * PAD) / len(regions)
     bar = slot / (len(series) + 1)
@@ -442,7 +478,7 @@ def _listings(report: dict[str, Any], listings: dict[str, Listing]) -> str:
         listing = listings.get(name)
         if not report[total_key] or listing is None or listing.file is None:
             continue
-        relative = f"{listing.file.parent.name}/{listing.file.name}"
+        relative = f"{name}/{listing.file}"
         columns = LISTING_COLUMNS[name]
         head = "".join(f"<th>{label}</th>" for _, label in columns)
         rows = "".join(
@@ -565,7 +601,7 @@ td:first-child,th:first-child{text-align:left}
 .ids td{text-align:left;font-family:monospace}
 .legend{font-size:.85em;color:#333}
 .swatch{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 .8em;vertical-align:middle}
-.multiples{display:flex;flex-wrap:wrap;gap:.5em}.none{color:#15803d}
+.multiples{display:flex;flex-wrap:wrap;gap:.5em}.none{color:#15803d}.note{color:#4b5563}
 svg{display:block;margin:.5em 0}
 """
 

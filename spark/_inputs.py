@@ -18,10 +18,9 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,9 +34,12 @@ from ._schema import (
     MESSAGE_ID,
     PROPERTIES,
     RECORD_COLUMNS,
+    RECORD_SCHEMA,
     REGION,
     SEQUENCE,
 )
+from ._storage import Files, StorageError, one_line
+from ._window import Selection, SelectionError, Window, select_files
 
 logger = logging.getLogger(__name__)
 
@@ -55,23 +57,27 @@ _CAPTURE_ROWS = T.StructType(
 
 
 class InputError(ValueError):
-    """An input path is missing or unreadable, named with its region."""
+    """An input cannot be read, named with its region; one line."""
 
 
-def read_region(spark: SparkSession, region: str, path: str, fmt: str) -> DataFrame:
-    """Normalized records of one region."""
+def read_region(spark: SparkSession, region: str, files: list[str], fmt: str) -> DataFrame:
+    """Normalized records of one region from its capture ``files`` (URIs; none: no records)."""
+    if not files:
+        return spark.createDataFrame([], RECORD_SCHEMA)
     try:
         if fmt == "json":
-            frame = spark.read.schema(INPUT_SCHEMA).json(path)
+            frame = spark.read.schema(INPUT_SCHEMA).json(files)
         elif fmt == "parquet":
-            frame = spark.read.parquet(path)
+            frame = spark.read.parquet(*files)
         elif fmt == "capture":
-            return _read_capture(spark, region, path)
+            return _read_capture(spark, region, files)
         else:
             raise InputError(f"unknown format {fmt!r} (json, parquet or capture)")
-    except AnalysisException as error:
-        raise InputError(f"region {region}: cannot read {path}: {error.getMessage()}") from None
-    return normalize(frame, region)
+        return normalize(frame, region)
+    except InputError:
+        raise
+    except Exception as error:  # AnalysisException, or the Connect server's equivalent
+        raise InputError(f"region {region}: cannot read its captures: {one_line(error)}") from None
 
 
 def normalize(frame: DataFrame, region: str) -> DataFrame:
@@ -99,9 +105,9 @@ def normalize(frame: DataFrame, region: str) -> DataFrame:
     )
 
 
-def read_inputs(spark: SparkSession, inputs: dict[str, str], fmt: str) -> DataFrame:
-    """All regions' records in one frame."""
-    frames = [read_region(spark, region, path, fmt) for region, path in inputs.items()]
+def read_inputs(spark: SparkSession, files: dict[str, list[str]], fmt: str) -> DataFrame:
+    """All regions' records in one frame, from each region's capture files."""
+    frames = [read_region(spark, region, paths, fmt) for region, paths in files.items()]
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)
@@ -123,20 +129,22 @@ def _union_to_string(value: Column) -> Column:
     return value.cast("string")
 
 
-def _read_capture(spark: SparkSession, region: str, path: str) -> DataFrame:
+def _read_capture(spark: SparkSession, region: str, files: list[str]) -> DataFrame:
     try:
-        raw = spark.read.format(AVRO_FORMAT).load(path)
+        raw = spark.read.format(AVRO_FORMAT).load(files)
         frame = _capture_from_avro_reader(raw)
         logger.info("region %s: reading Capture files with %s", region, AVRO_FORMAT)
-    except (AnalysisException, Exception) as error:
-        if isinstance(error, AnalysisException) and "PATH_NOT_FOUND" in str(error):
-            raise InputError(f"region {region}: cannot read {path}: path does not exist") from None
+    except Exception as error:
+        if "PATH_NOT_FOUND" in str(error):
+            raise InputError(
+                f"region {region}: cannot read its captures: {one_line(error)}"
+            ) from None
         logger.info(
             "region %s: Avro reader unavailable (%s); decoding with fastavro",
             region,
             type(error).__name__,
         )
-        frame = _capture_with_fastavro(spark, path)
+        frame = _capture_with_fastavro(spark, files)
     message_id = F.coalesce(
         F.col("MessageIdSystem"),
         F.col("Properties").getItem("MessageId"),
@@ -219,11 +227,38 @@ def _decode_capture_files(batches: Iterator[Any]) -> Iterator[Any]:
         yield pd.DataFrame(rows, columns=[f.name for f in _CAPTURE_ROWS.fields])
 
 
-def _capture_with_fastavro(spark: SparkSession, path: str) -> DataFrame:
-    files = (
-        spark.read.format("binaryFile")
-        .option("pathGlobFilter", "*.avro")
-        .option("recursiveFileLookup", "true")
-        .load(path)
-    )
-    return files.select("content").mapInPandas(_decode_capture_files, _CAPTURE_ROWS)
+def _capture_with_fastavro(spark: SparkSession, files: list[str]) -> DataFrame:
+    contents = spark.read.format("binaryFile").load(files)
+    return contents.select("content").mapInPandas(_decode_capture_files, _CAPTURE_ROWS)
+
+
+# ---------------------------------------------------------------- which files
+
+
+def select_inputs(
+    files: Files, inputs: dict[str, str], fmt: str, window: Window, margin: timedelta
+) -> dict[str, Selection]:
+    """Each region's files to read (``_window.select_files``), listed through ``files``.
+
+    Raises:
+        InputError: a folder that cannot be listed, a foreign file, a region without a capture
+            file, a window no file of any region falls in (one line each).
+    """
+    selected: dict[str, Selection] = {}
+    for region, folder in inputs.items():
+        try:
+            entries = files.list_files(folder)
+            selected[region] = select_files(region, folder, entries, fmt, window, margin)
+        except (StorageError, SelectionError) as error:
+            text = str(error)
+            message = text if text.startswith("region ") else f"region {region}: {text}"
+            raise InputError(message) from None
+        if not entries:
+            raise InputError(f"region {region}: {folder} holds no capture files")
+    if window.bounded and not any(selection.files for selection in selected.values()):
+        described = window.describe()
+        raise InputError(
+            f"no capture file of any region falls in the window since {described['since'] or '-'} "
+            f"until {described['until'] or '-'} (widened by {margin.total_seconds():g} s)"
+        )
+    return selected

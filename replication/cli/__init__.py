@@ -9,7 +9,9 @@ command is chosen, so ``validate`` does not load the Azure SDKs that ``run`` nee
 
 A :class:`~replication.exceptions.ReplicationError` ends the command with a one-line message
 and exit code 2 (``CONFIGURATION``), never a traceback; so does a command whose extra is not
-installed, before anything of it is imported (``--help`` included). An argument the chosen
+installed, before anything of it is imported (``--help`` included). One that says a service
+could not be reached or did not answer (the failover store, a namespace read past its deadline:
+:func:`~replication.exit_codes.exit_code_for`) exits 3 (``UNAVAILABLE``). An argument the chosen
 command does not know is reported with that command's usage. ``-v`` works before or after the
 command name; ``--version`` prints the distribution's version.
 
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 
 from replication import __version__
 from replication.exceptions import MissingExtraError, ReplicationError
-from replication.exit_codes import ExitCode
+from replication.exit_codes import ExitCode, exit_code_for
 from replication.extras import require
 from replication.transforms import add_code_root
 
@@ -195,7 +197,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
         code: int = module.run(args)
     except ReplicationError as error:
         print(f"error: {error}", file=sys.stderr)
-        return ExitCode.CONFIGURATION
+        return exit_code_for(error)
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
     return code

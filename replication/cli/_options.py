@@ -17,6 +17,7 @@ from replication.exceptions import ConfigurationError
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.topology import Topology, load_topology
 from replication.transforms import CodeReferenceError, add_code_root, import_reference
+from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT
 
 
 def positive_int(text: str) -> int:
@@ -71,6 +72,21 @@ def add_topology_option(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:NAME",
         help="the Transforms registry the topology's registered transform names come from "
         "(transforms written as 'package.module:function' need none)",
+    )
+
+
+def add_call_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """``--call-timeout SECONDS``: the deadline of each network call of the command (a read of
+    a namespace, a call to the failover store); one that gets no answer in time counts as
+    unreachable (:mod:`replication.transport.deadlines`)."""
+    default = DEFAULT_CALL_TIMEOUT.total_seconds()
+    parser.add_argument(
+        "--call-timeout",
+        type=positive_seconds,
+        default=default,
+        metavar="SECONDS",
+        help=f"deadline of each network call; past it, the service counts as unreachable "
+        f"(default {default:g})",
     )
 
 

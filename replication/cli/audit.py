@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 from types import ModuleType
 
 from replication.exceptions import ConfigurationError
@@ -31,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         module.prepare(args)
     except argparse.ArgumentTypeError as error:
         raise ConfigurationError(str(error), source="arguments") from None
-    require_java(needed_by="replication audit")
+    if not (args.remote or os.environ.get("SPARK_REMOTE")):
+        # A Spark Connect client starts no JVM: the server runs Spark.
+        require_java(needed_by="replication audit")
     code: int = module.run(args)
     return code

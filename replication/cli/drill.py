@@ -1,12 +1,16 @@
-"""``python -m replication drill --topology FILE [--planned|--forced] [--json]``: a failover drill.
+"""``python -m replication drill --topology FILE [--planned|--forced|--hang WHAT] [--json]``: a
+failover drill (``--hang primary`` or ``--hang store``).
 
 Runs :func:`replication.drill.run_drill` on this machine (one emulator process per namespace,
 Azurite from ``node_modules``, the replicator, two sample applications written with
 :mod:`replication.failover`) and prints, for the failover and the failback separately and per
 application: published, consumed, lost (each named), RTO (longest time without a successful
 publish, and without a processed message), duplicates the application saw with the skip helper
-and without it, and the switch time per client. ``--json`` prints the same as one JSON object.
-Progress lines go to stderr.
+and without it, and the switch time per client. ``--hang primary`` freezes the primaries
+(SIGSTOP) instead of killing them, ``--hang store`` freezes the binding store for a while (see
+:mod:`replication.drill._drill`); both then also print each switch command's duration and the
+longest ``receive`` of the Service Bus consumer per phase. ``--json`` prints the same as one
+JSON object. Progress lines go to stderr.
 
 Exit codes: ``OK``; ``FINDINGS`` (1) when a planned drill lost a message, a switch command
 failed, or a message is still missing at the end; ``CONFIGURATION`` (2) for a topology the drill
@@ -20,7 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-from replication.drill import DrillReport, run_drill
+from replication.drill import DrillReport, Hang, run_drill
 from replication.drill._processes import DrillSetupError
 from replication.exit_codes import ExitCode
 from replication.topology import load_topology
@@ -35,6 +39,7 @@ COLUMNS = (
     ("RTO consume s", "rto_consume_seconds"),
     ("dup. with helper", "duplicates_with_skip_helper"),
     ("dup. without", "duplicates_without_skip_helper"),
+    ("longest receive s", "longest_receive_seconds"),
 )
 
 
@@ -45,13 +50,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--planned", action="store_true", help="planned failover, then maintenance (default)"
     )
     mode.add_argument("--forced", action="store_true", help="kill the primary, then force")
+    mode.add_argument(
+        "--hang",
+        choices=[hang.value for hang in Hang],
+        help="freeze the primaries (SIGSTOP) instead of killing them, or the binding store for "
+        "a while; then force",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     try:
-        report = run_drill(Path(args.topology), topology, forced=args.forced, progress=sys.stderr)
+        report = run_drill(
+            Path(args.topology),
+            topology,
+            forced=args.forced,
+            hang=Hang(args.hang) if args.hang else None,
+            progress=sys.stderr,
+        )
     except DrillSetupError as error:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.UNAVAILABLE
@@ -85,6 +102,10 @@ def render(report: DrillReport) -> str:
                 more = " ..." if len(numbers.lost_messages) > 20 else ""
                 lines.append(f"      lost: {shown}{more}")
     lines += ["", "switch commands:"] + [f"  {line}" for line in report.switch_output]
+    lines += [
+        f"  {key}: exit {report.switch_codes[key]} after {seconds:.1f} s"
+        for key, seconds in report.switch_seconds.items()
+    ]
     missing = {kind: ids for kind, ids in report.lost_at_end.items() if ids}
     lines.append("")
     lines.append(

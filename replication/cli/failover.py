@@ -18,10 +18,15 @@ nothing. ``--force`` switches at once and names what the old namespace has not r
 The command holds the binding document's blob lease while it runs, so a second switch of the
 same application is refused; a command that dies leaves a lease that expires within 60 s.
 
+Every network call is bounded by ``--call-timeout`` (default 10 s): a namespace that does not
+answer is "unknown" (a forced switch moves the clients first and counts afterwards, so it never
+waits on one), and a failover store that does not answer fails the command.
+
 Exit codes: ``OK`` (done, or nothing to do); ``CONFIGURATION`` (2) for a refused switch (a
 namespace not part of the replication, the wrong direction, a switch in progress) or bad
-settings; ``UNAVAILABLE`` (3) when the planned path did not see replication catch up (or the
-namespace drain) within ``--timeout``: the publishers are moved back and nothing else changed.
+settings; ``UNAVAILABLE`` (3) when the failover store cannot be reached, or the planned path
+did not see replication catch up (or the namespace drain) within ``--timeout``: the bindings the
+switch found are put back (see :mod:`replication.failover.switching`).
 """
 
 from __future__ import annotations
@@ -37,11 +42,17 @@ from replication.topology import load_topology
 from replication.transport.failover import failover_store_from_settings
 
 from ._connections import check_connections
-from ._options import add_topology_option, non_negative_seconds, positive_seconds
+from ._options import (
+    add_call_timeout_option,
+    add_topology_option,
+    non_negative_seconds,
+    positive_seconds,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
+    add_call_timeout_option(parser)
     parser.add_argument("--app", required=True, help="the application whose clients move")
     parser.add_argument("--instance", help="move only this instance of the application")
     parser.add_argument("--entity", help="move only the clients of this entity")
@@ -70,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     check_connections(
         topology.namespaces, Settings.from_environ(environ, connections=topology.connections)
     )
-    store = failover_store_from_settings(environ)
+    store = failover_store_from_settings(environ, timeout=args.call_timeout)
     if store is None:
         raise ConfigurationError(
             "no failover store: set REPLICATION_FAILOVER_STORAGE (or AzureWebJobsStorage) to a "
@@ -90,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
             settle=args.settle,
             timeout=args.timeout,
+            call_timeout=args.call_timeout,
         )
     finally:
         store.close()

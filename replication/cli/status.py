@@ -9,27 +9,43 @@ paths and the RPO if you failed over now; then every heartbeat path's newest hea
 ``--json`` the same as one JSON object. The figures and their meaning are
 :mod:`replication.operations`' (the failover commands read the same ones); the thresholds come
 from the topology's ``monitoring`` section. Connection settings are those of ``run``
-(:mod:`replication.transport.connections`).
+(:mod:`replication.transport.connections`). Then, when a failover store is configured
+(``REPLICATION_FAILOVER_STORAGE``, else ``AzureWebJobsStorage``), where each application is
+bound: its binding document's rules, a switch in progress, the last switch, or why the document
+cannot be used, naming the blob (:mod:`replication.failover.overview`).
 
-Exit codes: ``OK``; ``UNAVAILABLE`` (3) when a namespace (or the checkpoint store) could not be
-read, the others still reported; ``CONFIGURATION`` (2) for a bad topology or setting.
+Every read is bounded by ``--call-timeout`` (default 10 s): a namespace or store that does not
+answer is reported as unreachable, never waited for.
+
+Exit codes: ``OK``; ``UNAVAILABLE`` (3) when a namespace, the checkpoint store or the failover
+store could not be read, the others still reported; ``CONFIGURATION`` (2) for a bad topology or
+setting.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from replication.exit_codes import ExitCode
+from replication.failover.overview import (
+    BindingOverview,
+    overview_json,
+    overview_lines,
+    read_overview,
+)
 from replication.operations import PEEK_CAP, StatusReport, heartbeat_text, read_status, task_lines
 from replication.settings import Settings
+from replication.transport.failover import failover_store_from_settings
 
 from ._connections import check_connections
-from ._options import add_topology_option, positive_int, topology_of
+from ._options import add_call_timeout_option, add_topology_option, positive_int, topology_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_topology_option(parser)
+    add_call_timeout_option(parser)
     parser.add_argument(
         "--cap",
         type=positive_int,
@@ -43,11 +59,29 @@ def run(args: argparse.Namespace) -> int:
     topology = topology_of(args, user_code=False)  # entities only, no app code
     settings = Settings.from_environ(connections=topology.connections)
     check_connections(topology.namespaces, settings)
-    report = read_status(topology, settings, cap=args.cap)
-    print(json.dumps(report.as_json(), indent=2) if args.json else render(report))
-    if report.unreachable:
+    report = read_status(topology, settings, cap=args.cap, call_timeout=args.call_timeout)
+    bindings = _bindings(args.call_timeout)
+    if args.json:
+        document = report.as_json()
+        document["bindings"] = None if bindings is None else overview_json(bindings)
+        print(json.dumps(document, indent=2))
+    else:
+        text = render(report)
+        print(text if bindings is None else "\n".join([text, *overview_lines(bindings)]))
+    if report.unreachable or (bindings is not None and bindings.error is not None):
         return ExitCode.UNAVAILABLE
     return ExitCode.OK
+
+
+def _bindings(call_timeout: float) -> BindingOverview | None:
+    """The binding documents of the configured failover store (None: none configured)."""
+    store = failover_store_from_settings(dict(os.environ), timeout=call_timeout)
+    if store is None:
+        return None
+    try:
+        return read_overview(store)
+    finally:
+        store.close()
 
 
 def render(report: StatusReport) -> str:

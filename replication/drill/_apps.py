@@ -30,6 +30,7 @@ from replication.failover import (
     FailoverStore,
 )
 from replication.runtime import describe
+from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT
 from replication.transport.failover import ReceivedMessage, new_message
 from replication.transport.servicebus import envelope_from_received
 
@@ -54,6 +55,7 @@ class SampleApp:
         interval: float,
         unavailability_window: timedelta,
         poll_interval: timedelta,
+        call_timeout: timedelta = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self.kind = kind
         self.app = app
@@ -62,6 +64,8 @@ class SampleApp:
         self.published: list[Done] = []
         self.processed: list[Done] = []
         self.deliveries: list[Delivery] = []
+        self.receives: list[tuple[float, float]] = []
+        """(start, end) of every receive call of the Service Bus consumer."""
         self.failed_publishes = 0
         self._stop = threading.Event()
         self._publishing = threading.Event()
@@ -78,6 +82,7 @@ class SampleApp:
                 store=store,
                 unavailability_window=unavailability_window,
                 poll_interval=poll_interval,
+                call_timeout=call_timeout,
             )
             self.consumer = EventHubFailoverConsumer.event_hub(
                 app=app,
@@ -88,6 +93,7 @@ class SampleApp:
                 checkpoint_connection_string=storage,
                 poll_interval=poll_interval,
                 max_wait_time=0.5,
+                call_timeout=call_timeout,
             )
         else:
             self.publisher = FailoverPublisher.service_bus(
@@ -97,6 +103,7 @@ class SampleApp:
                 store=store,
                 unavailability_window=unavailability_window,
                 poll_interval=poll_interval,
+                call_timeout=call_timeout,
             )
             self.consumer = FailoverConsumer.service_bus(
                 app=app,
@@ -106,6 +113,7 @@ class SampleApp:
                 store=store,
                 poll_interval=poll_interval,
                 on_skip=lambda message: self._delivered(message, processed=False),
+                call_timeout=call_timeout,
             )
         self._threads = [
             threading.Thread(target=self._publish, name=f"{app}-publisher", daemon=True),
@@ -182,7 +190,10 @@ class SampleApp:
         with consumer:
             while not self._stop.is_set():
                 self._consuming.wait()
-                for message in consumer.receive(max_message_count=50, max_wait_time=0.5):
+                began = time.monotonic()
+                batch = consumer.receive(max_message_count=50, max_wait_time=0.5)
+                self.receives.append((began, time.monotonic()))
+                for message in batch:
                     self.processed.append(
                         Done(str(message.message_id), consumer.namespace, time.monotonic())
                     )

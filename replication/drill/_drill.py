@@ -16,6 +16,18 @@ a publisher and a consumer each, written with :mod:`replication.failover`. Then,
 - **forced**: steady traffic; the primaries killed (SIGKILL: a crash); at once a forced
   ``failover`` (the publishers may also move on their own after their unavailability window);
   traffic on the secondaries; the primaries restored; a planned ``failback``; traffic.
+- **hung primary** (``hang="primary"``): the forced drill with the primaries frozen (SIGSTOP:
+  connections open, nothing answers, as a region that goes silent) instead of killed, and
+  thawed (SIGCONT) instead of restarted.
+- **hung store** (``hang="store"``): steady traffic; the binding store (Azurite, which also
+  holds the checkpoints) frozen for ``store_freeze`` seconds; meanwhile a forced ``failover`` is
+  tried, which must give up with exit code 3 within its deadline; the store thawed; the forced
+  ``failover`` again; traffic; a planned ``failback``; traffic.
+
+Every client and switch has the deadline ``call_timeout`` (5 s here, against the library's
+10 s default, as the window and the poll interval are shorter than their defaults too). Per
+phase the report gives the longest ``receive`` call of the Service Bus consumer, and per switch
+command its duration.
 
 After each phase the publishers pause and the drill waits for the consumers to catch up, then
 computes the phase's figures (:mod:`replication.drill._figures`). A planned drill that lost a
@@ -26,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import io
 import json
 import logging
@@ -35,10 +48,10 @@ import time
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from replication.exceptions import ConfigurationError
-from replication.exit_codes import ExitCode
+from replication.exceptions import ConfigurationError, ReplicationError
+from replication.exit_codes import ExitCode, exit_code_for
 from replication.failover import FailoverStore
 from replication.failover._plan import Direction, replication_pairs
 from replication.failover.switching import switch
@@ -62,6 +75,8 @@ class DrillSettings:
     poll_interval: timedelta = timedelta(seconds=1)
     catch_up: float = 60.0
     quiet: float = 8.0
+    call_timeout: timedelta = timedelta(seconds=5)
+    store_freeze: float = 10.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,6 +91,17 @@ class Pick:
     secondary: str
 
 
+class Hang(enum.StrEnum):
+    """What a hang drill freezes."""
+
+    PRIMARY = "primary"
+    STORE = "store"
+
+
+STORE_FROZEN = "failover while the store hangs"
+"""The switch-code key prefix of the attempt a hung-store drill expects to give up (exit 3)."""
+
+
 @dataclasses.dataclass(slots=True)
 class DrillReport:
     mode: str
@@ -85,6 +111,8 @@ class DrillReport:
     lost_at_end: dict[str, list[str]]
     switch_codes: dict[str, int]
     switch_output: list[str]
+    switch_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    """How long each switch command took, keyed like ``switch_codes``."""
     records: dict[str, tuple[list[Done], list[Done]]] = dataclasses.field(default_factory=dict)
     """Per application, every acknowledged publish and every processed message."""
     deliveries: dict[str, list[Delivery]] = dataclasses.field(default_factory=dict)
@@ -96,7 +124,10 @@ class DrillReport:
             figures.lost for phase in (self.failover, self.failback) for figures in phase.values()
         )
         planned_loss = self.mode == "planned" and lost_in_phases
-        failed_switch = any(code != ExitCode.OK for code in self.switch_codes.values())
+        failed_switch = any(
+            code != (ExitCode.UNAVAILABLE if key.startswith(STORE_FROZEN) else ExitCode.OK)
+            for key, code in self.switch_codes.items()
+        )
         return planned_loss or failed_switch or any(self.lost_at_end.values())
 
     def as_json(self) -> dict[str, Any]:
@@ -117,6 +148,7 @@ class DrillReport:
             "lost_at_end": {kind: len(ids) for kind, ids in self.lost_at_end.items()},
             "lost_at_end_messages": self.lost_at_end,
             "switch_exit_codes": self.switch_codes,
+            "switch_seconds": self.switch_seconds,
         }
 
 
@@ -163,6 +195,7 @@ def pick_applications(topology: Topology) -> dict[str, Pick]:
     return picks
 
 
+@runtime_checkable
 class DrillSite(Protocol):
     """Where a drill runs: the topology's namespaces, served so that they can be killed."""
 
@@ -185,22 +218,45 @@ class DrillSite(Protocol):
         ...
 
 
+@runtime_checkable
+class HangSite(DrillSite, Protocol):
+    """A site that can also make a namespace or the store hang (the hang drills)."""
+
+    def freeze(self, namespace: str) -> None:
+        """SIGSTOP the process serving ``namespace``: connections stay open, nothing answers."""
+        ...
+
+    def thaw(self, namespace: str) -> None:
+        """SIGCONT it."""
+        ...
+
+    def freeze_store(self) -> None:
+        """SIGSTOP the binding store (and the checkpoint store with it)."""
+        ...
+
+    def thaw_store(self) -> None:
+        """SIGCONT it."""
+        ...
+
+
 def run_drill(
     topology_path: Path,
     topology: Topology,
     *,
     forced: bool,
+    hang: Hang | None = None,
     settings: DrillSettings = DrillSettings(),
     workdir: Path | None = None,
     progress: Any = None,
 ) -> DrillReport:
     """Run the drill (see the module docstring) on processes of its own and return its report;
-    ``progress`` (a text stream) gets one line per step."""
+    ``progress`` (a text stream) gets one line per step. ``hang`` makes it a hang drill
+    (forced)."""
     picks = pick_applications(topology)
     with contextlib.ExitStack() as stack:
         directory = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         site = stack.enter_context(drill_site(topology_path, topology, directory, progress))
-        return drill(topology, site, picks, forced=forced, settings=settings)
+        return drill(topology, site, picks, forced=forced, hang=hang, settings=settings)
 
 
 def drill(
@@ -209,12 +265,22 @@ def drill(
     picks: Mapping[str, Pick],
     *,
     forced: bool,
+    hang: Hang | None = None,
     settings: DrillSettings = DrillSettings(),
 ) -> DrillReport:
     """The drill's steps (see the module docstring) with the applications of ``picks`` on
-    ``site``, where replication already runs; returns its report."""
+    ``site``, where replication already runs; returns its report.
+
+    Raises:
+        ConfigurationError: a hang drill on a site that cannot freeze (not a
+            :class:`HangSite`).
+    """
+    if hang is not None and not isinstance(site, HangSite):
+        raise ConfigurationError(f"this site cannot make the {hang.value} hang")
     with contextlib.ExitStack() as stack:
-        return _Drill(topology, dict(picks), forced, settings, site).run(stack)
+        return _Drill(topology, dict(picks), forced or hang is not None, hang, settings, site).run(
+            stack
+        )
 
 
 class _Drill:
@@ -223,21 +289,74 @@ class _Drill:
         topology: Topology,
         picks: dict[str, Pick],
         forced: bool,
+        hang: Hang | None,
         settings: DrillSettings,
         site: DrillSite,
     ) -> None:
         self.topology = topology
         self.picks = picks
         self.forced = forced
+        self.hang = hang
         self.settings = settings
         self.site = site
         self.switch_codes: dict[str, int] = {}
+        self.switch_seconds: dict[str, float] = {}
         self.switch_output: list[str] = []
+
+    @property
+    def mode(self) -> str:
+        if self.hang is not None:
+            return f"hung {self.hang.value}"
+        return "forced" if self.forced else "planned"
+
+    def _hang_site(self) -> HangSite:
+        assert isinstance(self.site, HangSite)  # checked by drill()
+        return self.site
+
+    def _outage(self, environ: dict[str, str], store: FailoverStore, primaries: set[str]) -> None:
+        """The failover phase's outage and switch, per mode."""
+        names = ", ".join(sorted(primaries))
+        if self.hang is Hang.PRIMARY:
+            for name in primaries:
+                self._hang_site().freeze(name)
+            self.site.say(f"froze {names} (SIGSTOP)")
+            self._switch_all(environ, store, Direction.FAILOVER, force=True)
+        elif self.hang is Hang.STORE:
+            frozen = time.monotonic()
+            self._hang_site().freeze_store()
+            self.site.say("froze the binding store (SIGSTOP)")
+            self._switch_all(environ, store, Direction.FAILOVER, force=True, label=STORE_FROZEN)
+            time.sleep(max(0.0, self.settings.store_freeze - (time.monotonic() - frozen)))
+            self._hang_site().thaw_store()
+            self.site.say("thawed the binding store")
+            self._switch_all(environ, store, Direction.FAILOVER, force=True)
+        elif self.forced:
+            for name in primaries:
+                self.site.kill(name)
+            self.site.say(f"killed {names}")
+            self._switch_all(environ, store, Direction.FAILOVER, force=True)
+        else:
+            self._switch_all(environ, store, Direction.FAILOVER, force=False)
+            for name in primaries:
+                self.site.kill(name)
+            self.site.say(f"killed {names} (maintenance)")
+
+    def _restore(self, primaries: set[str]) -> None:
+        names = ", ".join(sorted(primaries))
+        if self.hang is Hang.STORE:
+            self.site.say(f"{names} never stopped")
+            return
+        for name in primaries:
+            if self.hang is Hang.PRIMARY:
+                self._hang_site().thaw(name)
+            else:
+                self.site.restart(name)
+        self.site.say(f"restored {names}")
 
     def run(self, stack: contextlib.ExitStack) -> DrillReport:
         environ = dict(self.site.environ)
         storage = environ["REPLICATION_FAILOVER_STORAGE"]
-        store = FailoverStore.from_connection_string(storage)
+        store = FailoverStore.from_connection_string(storage, timeout=self.settings.call_timeout)
         stack.callback(store.close)
         apps = {
             kind: self._app(pick, _pair(environ, self.topology, pick), store, storage)
@@ -252,25 +371,14 @@ class _Drill:
 
         start = time.monotonic()
         skipped = {kind: app.skipped for kind, app in apps.items()}
-        if self.forced:
-            for name in primaries:
-                self.site.kill(name)
-            self.site.say(f"killed {', '.join(sorted(primaries))}")
-            self._switch_all(environ, store, Direction.FAILOVER, force=True)
-        else:
-            self._switch_all(environ, store, Direction.FAILOVER, force=False)
-            for name in primaries:
-                self.site.kill(name)
-            self.site.say(f"killed {', '.join(sorted(primaries))} (maintenance)")
+        self._outage(environ, store, primaries)
         failover = self._phase(apps, start, skipped, target="secondary")
         for app in apps.values():
             app.resume()
 
         start = time.monotonic()
         skipped = {kind: app.skipped for kind, app in apps.items()}
-        for name in primaries:
-            self.site.restart(name)
-        self.site.say(f"restored {', '.join(sorted(primaries))}")
+        self._restore(primaries)
         self._switch_all(environ, store, Direction.FAILBACK, force=False)
         failback = self._phase(apps, start, skipped, target="primary")
         for app in apps.values():  # publishers paused: what they sent is all there is
@@ -282,13 +390,14 @@ class _Drill:
             for kind, app in apps.items()
         }
         return DrillReport(
-            mode="forced" if self.forced else "planned",
+            mode=self.mode,
             applications=self.picks,
             failover=failover,
             failback=failback,
             lost_at_end=lost_at_end,
             switch_codes=self.switch_codes,
             switch_output=self.switch_output,
+            switch_seconds=self.switch_seconds,
             records={
                 kind: (list(app.published), list(app.processed)) for kind, app in apps.items()
             },
@@ -313,14 +422,23 @@ class _Drill:
             interval=self.settings.interval,
             unavailability_window=self.settings.unavailability_window,
             poll_interval=self.settings.poll_interval,
+            call_timeout=self.settings.call_timeout,
         )
 
     def _switch_all(
-        self, environ: dict[str, str], store: FailoverStore, direction: Direction, *, force: bool
+        self,
+        environ: dict[str, str],
+        store: FailoverStore,
+        direction: Direction,
+        *,
+        force: bool,
+        label: str | None = None,
     ) -> None:
         def one(kind: str, pick: Pick) -> None:
             out = io.StringIO()
             target = pick.secondary if direction is Direction.FAILOVER else pick.primary
+            key = f"{label or direction.value} {kind}"
+            began = time.monotonic()
             try:
                 code = switch(
                     self.topology,
@@ -334,12 +452,17 @@ class _Drill:
                     force=force,
                     settle=2 * self.settings.poll_interval.total_seconds(),
                     timeout=120,
+                    call_timeout=self.settings.call_timeout.total_seconds(),
                     out=out,
                 )
+            except ReplicationError as error:  # as the command line reports it
+                out.write(f"error: {error}\n")
+                code = exit_code_for(error)
             except Exception as error:
                 out.write(f"error: {error}\n")
                 code = ExitCode.CONFIGURATION
-            self.switch_codes[f"{direction.value} {kind}"] = int(code)
+            self.switch_codes[key] = int(code)
+            self.switch_seconds[key] = round(time.monotonic() - began, 3)
             self.switch_output += [f"{kind}: {line}" for line in out.getvalue().splitlines()]
 
         threads = [
@@ -350,7 +473,7 @@ class _Drill:
         for thread in threads:
             thread.join()
         kind_text = "forced" if force else "planned"
-        self.site.say(f"{kind_text} {direction.value}: {self.switch_codes}")
+        self.site.say(f"{kind_text} {label or direction.value}: {self.switch_codes}")
 
     def _phase(
         self, apps: dict[str, SampleApp], start: float, skipped: dict[str, int], *, target: str
@@ -370,6 +493,7 @@ class _Drill:
                 end=end,
                 skipped=app.skipped - skipped[kind],
                 target=getattr(self.picks[kind], target),
+                receives=app.receives if app.kind == NamespaceKind.SERVICEBUS.value else None,
             )
             for kind, app in apps.items()
         }
@@ -400,9 +524,12 @@ def _pair(environ: Mapping[str, str], topology: Topology, pick: Pick) -> dict[st
 
 
 __all__ = [
+    "STORE_FROZEN",
     "DrillReport",
     "DrillSettings",
     "DrillSite",
+    "Hang",
+    "HangSite",
     "Pick",
     "drill",
     "pick_applications",

@@ -12,7 +12,9 @@ Per phase (failover, failback) and application:
   processed before, with the skip helper (what got through) and without it (those plus what the
   helper skipped, each of which the application would otherwise have processed again);
 - **switch time** per client: from the start of the phase to the client's first success on the
-  namespace it moved to.
+  namespace it moved to;
+- **longest receive**: the longest a Service Bus consumer's ``receive`` call took during the
+  phase (the bound a hung namespace or store must respect), None for an event hub's consumer.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class PhaseFigures:
     duplicates_with_skip_helper: int
     duplicates_without_skip_helper: int
     switch_seconds: dict[str, float | None]
+    longest_receive_seconds: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -82,10 +85,12 @@ def phase_figures(
     end: float,
     skipped: int,
     target: str,
+    receives: Sequence[tuple[float, float]] | None = None,
 ) -> PhaseFigures:
     """The figures of one application over one phase (see the module docstring): ``start``
     the kill or switch, ``paused`` when its publishers paused, ``end`` after the consumers
-    caught up; ``skipped`` what the skip helper skipped during the phase."""
+    caught up; ``skipped`` what the skip helper skipped during the phase; ``receives`` the
+    (start, end) of every ``receive`` call of a Service Bus consumer."""
     sent_in = [r for r in published if start <= r.at <= end]
     done_in = [r for r in processed if start <= r.at <= end]
     acknowledged = {r.message_id for r in published if r.at <= end}
@@ -110,6 +115,9 @@ def phase_figures(
             "publisher": _rounded(first_on(published, target, start)),
             "consumer": _rounded(first_on(processed, target, start)),
         },
+        longest_receive_seconds=None
+        if receives is None
+        else _rounded(max((b - a for a, b in receives if b >= start and a <= end), default=0.0)),
     )
 
 

@@ -100,6 +100,14 @@ class NamespaceProcess:
         """SIGKILL: the namespace crashes; what it acknowledged survives in its data dir."""
         self._process.kill()
 
+    def freeze(self) -> None:
+        """SIGSTOP: the namespace hangs (connections open, nothing answers)."""
+        self._process.pause()
+
+    def thaw(self) -> None:
+        """SIGCONT: it answers again, with everything it had."""
+        self._process.resume()
+
     def stop(self) -> None:
         self._process.stop()
 
@@ -143,10 +151,35 @@ def azurite_command() -> str:
     return found
 
 
+class AzuriteProcess:
+    """A running Azurite blob service: its connection string, and a way to make it hang."""
+
+    def __init__(self, process: subprocess.Popen[bytes], connection_string: str) -> None:
+        self._process = process
+        self.connection_string = connection_string
+
+    def freeze(self) -> None:
+        """SIGSTOP: the storage hangs (connections open, no request answered)."""
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: it answers again."""
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGCONT)
+
+
 @contextlib.contextmanager
 def azurite(workdir: Path) -> Iterator[str]:
     """Azurite's blob service on a free port until the block exits; yields its connection
     string."""
+    with azurite_process(workdir) as running:
+        yield running.connection_string
+
+
+@contextlib.contextmanager
+def azurite_process(workdir: Path) -> Iterator[AzuriteProcess]:
+    """:func:`azurite`, yielding the process (to freeze it)."""
     command = azurite_command()
     port = free_port()
     location = workdir / "azurite"
@@ -170,9 +203,10 @@ def azurite(workdir: Path) -> Iterator[str]:
         )
     try:
         _wait_for_port(port, process, log, "Azurite")
-        yield (
+        yield AzuriteProcess(
+            process,
             f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
-            f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+            f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};",
         )
     finally:
         _end(process, signal.SIGTERM)
@@ -204,10 +238,12 @@ class ProcessSite:
         nodes: Mapping[str, NamespaceProcess],
         environ: Mapping[str, str],
         progress: TextIO | None,
+        store: AzuriteProcess | None = None,
     ) -> None:
         self._nodes = dict(nodes)
         self._environ = dict(environ)
         self._progress = progress
+        self._store = store
         self._started = time.monotonic()
 
     @property
@@ -219,6 +255,20 @@ class ProcessSite:
 
     def restart(self, namespace: str) -> None:
         self._nodes[namespace].start()
+
+    def freeze(self, namespace: str) -> None:
+        self._nodes[namespace].freeze()
+
+    def thaw(self, namespace: str) -> None:
+        self._nodes[namespace].thaw()
+
+    def freeze_store(self) -> None:
+        if self._store is not None:
+            self._store.freeze()
+
+    def thaw_store(self) -> None:
+        if self._store is not None:
+            self._store.thaw()
 
     def say(self, text: str) -> None:
         if self._progress is not None:
@@ -237,23 +287,26 @@ def drill_site(
         for node in nodes.values():
             node.start()
             stack.callback(node.stop)
-        storage = stack.enter_context(azurite(workdir))
+        store = stack.enter_context(azurite_process(workdir))
+        storage = store.connection_string
         environ = {
             **{topology.namespace(n).connection: p.connection_string for n, p in nodes.items()},
             "AzureWebJobsStorage": storage,
             "REPLICATION_FAILOVER_STORAGE": storage,
         }
         stack.enter_context(replicator(topology_path, environ, workdir / "replicator.log"))
-        site = ProcessSite(nodes, environ, progress)
+        site = ProcessSite(nodes, environ, progress, store)
         site.say(f"{len(nodes)} namespaces, Azurite and the replicator started")
         yield site
 
 
 __all__ = [
+    "AzuriteProcess",
     "DrillSetupError",
     "NamespaceProcess",
     "ProcessSite",
     "azurite",
+    "azurite_process",
     "drill_site",
     "free_port",
     "namespace_processes",

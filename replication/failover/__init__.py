@@ -22,8 +22,12 @@ survives restarts, a Blob Storage container (Azurite locally).
 - :class:`ProcessedLog`, :func:`origin_of`: the skip helper, for applications that settle
   messages their own way.
 
-The operator's side is ``python -m replication failover|failback`` (see
-``docs/how-to/failover.md``). SDK and Blob Storage code lives in ``replication.transport``
+Every network call of these clients has a deadline (``call_timeout``, 10 s; the store's
+``timeout``, 10 s): a namespace or store that accepts connections and answers nothing costs a
+call deadline, never a hang (``docs/explanation/failover-model.md``, "When a region hangs
+instead of refusing"). The operator's side is ``python -m replication failover|failback`` (see
+``docs/how-to/failover.md``); :mod:`.overview` is what ``status`` shows of the binding
+documents. SDK and Blob Storage code lives in ``replication.transport``
 (``failover_channels``, ``failover_blobs``); the decisions (``_processed``, ``_origin``,
 ``_bindings``, ``_follower``, ``_publisher``, ``_state``, ``_checkpoints``) import no SDK.
 """

@@ -26,7 +26,10 @@ consumers are bound separately because a planned switch moves them at different 
 the state it already follows. ``switch`` describes a switch in progress (its phase, for
 ``status`` and for the operator who finds a switch that did not finish); ``history`` keeps the
 last :data:`HISTORY_LENGTH` switches. Mutual exclusion of switches is the store's blob lease, not
-this field.
+this field. A switch record carries ``restore``, the exact rule of the switched clients as the
+switch found it before its first write (:class:`RestorePoint`): a switch that gives up, and
+one that took over from a switch that died, puts back that, not what the interrupted switch had
+already changed.
 
 :func:`parse_bindings` raises :class:`BindingDocumentError` naming the blob and the JSON path of
 the first problem; clients then keep the namespace they last used (see
@@ -87,6 +90,21 @@ class BindingRule(SpecModel):
         return self.publish if role is Role.PUBLISH else self.consume
 
 
+class RestorePoint(SpecModel):
+    """The exact rule of a switch's clients before its first write: ``publish`` and
+    ``consume``, or neither when there was no rule for exactly those clients (they resolved a
+    broader one)."""
+
+    publish: Name | None = None
+    consume: Name | None = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> RestorePoint:
+        if (self.publish is None) != (self.consume is None):
+            raise ValueError("a restore point names both publish and consume, or neither")
+        return self
+
+
 class SwitchRecord(SpecModel):
     """A switch: started (``finished_at`` None while it runs) or done, with its outcome."""
 
@@ -103,8 +121,12 @@ class SwitchRecord(SpecModel):
     outcome: str | None = None
     unreplicated: int | None = None
     """A forced switch: the messages (or events) its tasks' sources had not replicated when
-    the clients moved, read just before (None: the source could not be read); parked and
-    dead-lettered ones are printed after the switch, not counted here. A planned one: 0."""
+    the clients moved, read just after (None: the source could not be read, or not yet);
+    parked and dead-lettered ones are printed after the switch, not counted here. A planned
+    one: 0."""
+    restore: RestorePoint | None = None
+    """The clients' exact rule before the switch's first write (None: a record written before
+    this field existed)."""
 
 
 class BindingDocument(SpecModel):
@@ -160,9 +182,46 @@ class BindingDocument(SpecModel):
             consume=consume or (current.consume if current else default),
         )
         rules = [r for r in self.bindings if (r.instance, r.entity) != (instance, entity)]
+        # A namespace the document does not list yet (the topology grew) is added: a rule
+        # naming an unlisted one would make every client refuse the document.
+        names = list(dict.fromkeys([*self.namespaces, rule.publish, rule.consume]))
         return self.model_copy(
-            update={"bindings": [*rules, rule], "generation": self.generation + 1}
+            update={
+                "bindings": [*rules, rule],
+                "namespaces": names,
+                "generation": self.generation + 1,
+            }
         )
+
+    def restore_point(self, instance: str | None, entity: str | None) -> RestorePoint:
+        """The exact rule of (``instance``, ``entity``) as it is now."""
+        for rule in self.bindings:
+            if (rule.instance, rule.entity) == (instance, entity):
+                return RestorePoint(publish=rule.publish, consume=rule.consume)
+        return RestorePoint()
+
+    def restored(
+        self, instance: str | None, entity: str | None, point: RestorePoint
+    ) -> BindingDocument:
+        """A new generation with the exact rule of (``instance``, ``entity``) as ``point`` says
+        (removed when it names none)."""
+        rules = [r for r in self.bindings if (r.instance, r.entity) != (instance, entity)]
+        if point.publish is not None and point.consume is not None:
+            rules.append(
+                BindingRule(
+                    instance=instance,
+                    entity=entity,
+                    publish=point.publish,
+                    consume=point.consume,
+                )
+            )
+        return self.model_copy(update={"bindings": rules, "generation": self.generation + 1})
+
+    def with_last_switch(self, record: SwitchRecord) -> BindingDocument:
+        """A new generation with the newest history entry replaced by ``record`` (a forced
+        switch's count, known only after it moved the clients)."""
+        history = [*self.history[:-1], record] if self.history else [record]
+        return self.model_copy(update={"history": history, "generation": self.generation + 1})
 
     def with_switch(self, switch: SwitchRecord | None) -> BindingDocument:
         """A new generation with ``switch`` as the switch in progress (None: none); a finished
@@ -219,6 +278,7 @@ __all__ = [
     "BindingDocument",
     "BindingDocumentError",
     "BindingRule",
+    "RestorePoint",
     "Role",
     "SwitchKind",
     "SwitchRecord",

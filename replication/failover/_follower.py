@@ -5,11 +5,16 @@
 is :class:`replication.transport.failover.BlobBindingSource`; tests may use another) and
 resolves the client's namespace for its role.
 
-**How quickly a client follows a switch.** The document is read again when the client asks for
-its namespace and the last read is older than ``poll_interval`` (default 5 s); the read is a
-conditional GET (``If-None-Match``), so an unchanged document costs one short request. A client
-that keeps working therefore follows a switch within ``poll_interval`` plus one read; one that
-was idle reads at once when it resumes. ``tests/e2e/test_failover_bindings.py`` measures it.
+**Off the hot path.** The first time a client asks for its namespace the document is read
+there and then (a client restarted while failed over must not start on the wrong namespace);
+from then on a background thread reads it every ``poll_interval`` (default 5 s) and the client
+uses the last binding read, so asking costs no request. The read is a conditional GET
+(``If-None-Match``): an unchanged document costs one short request. **Staleness bound**: a
+client follows a switch within ``poll_interval`` plus one read, and a read takes at most the
+store's deadline (``BlobFailoverStore.timeout``, 10 s by default); while the store cannot be
+read, the client keeps the last binding it read, for as long as that lasts, at no cost to its
+sends and receives. ``tests/e2e/test_failover_clients.py`` measures the follow time;
+``tests/faults/test_failover_hangs.py`` checks that a frozen store costs a publisher nothing.
 
 **When the store cannot be used** (unreachable, the document is not valid, it names a namespace
 the client does not know), the client keeps the namespace it used last and logs a WARNING once
@@ -54,7 +59,12 @@ class BindingSource(Protocol):
 
 
 class BindingFollower:
-    """The namespace one client (application, instance, entity, role) should use now."""
+    """The namespace one client (application, instance, entity, role) should use now.
+
+    ``background`` (the default) reads the store in a thread of its own after the first read
+    (see the module docstring); without it, :meth:`namespace` reads the store inline whenever
+    the last read is older than ``poll_interval`` (for tests driving a fake ``clock``).
+    :meth:`close` stops the thread."""
 
     def __init__(
         self,
@@ -67,10 +77,12 @@ class BindingFollower:
         namespaces: Sequence[str],
         poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
+        background: bool = True,
     ) -> None:
         if not namespaces:
             raise ValueError("a client needs at least one namespace")
         self._source = source
+        self._background = background
         self.app = app
         self.instance = instance
         self.entity = entity
@@ -79,6 +91,7 @@ class BindingFollower:
         self._interval = poll_interval.total_seconds()
         self._clock = clock
         self._lock = threading.Lock()
+        self._reading = threading.Lock()
         self._namespace = self.namespaces[0]
         self._generation: int | None = None
         self.document: BindingDocument | None = None
@@ -86,7 +99,11 @@ class BindingFollower:
         self._etag: str | None = None
         self._read_at: float | None = None
         self._problem: str | None = None
+        self._unreachable = False
+        self._before_outage: str | None = None
         self.reads = 0
+        self._stop = threading.Event()
+        self._refresher: threading.Thread | None = None
 
     @property
     def generation(self) -> int | None:
@@ -99,36 +116,73 @@ class BindingFollower:
         return self._problem
 
     def namespace(self) -> str:
-        """The namespace to use now; reads the store first when the last read is too old."""
-        if self._source is not None and self._due():
+        """The namespace to use now: the binding last read (the first call reads the store, and
+        starts the background refresh; without ``background``, a call reads it when the last
+        read is older than the poll interval)."""
+        if self._source is not None and (
+            self._read_at is None or (not self._background and self._due())
+        ):
             self._poll(force=False)
+        self._start_refresh()
         return self._namespace
 
     def due(self) -> bool:
-        """True when the next :meth:`namespace` call reads the store (async callers read it
-        in a thread first, with :meth:`refresh`)."""
-        return self._source is not None and self._due()
+        """True when the next :meth:`namespace` call reads the store (the first one: async
+        callers make it in a thread, with :meth:`refresh`)."""
+        return self._source is not None and self._read_at is None
 
     def _due(self) -> bool:
         return self._read_at is None or self._clock() - self._read_at >= self._interval
 
     def refresh(self) -> str:
         """Read the store now (whatever the interval) and return the namespace to use."""
-        return self._poll(force=True)
+        namespace = self._poll(force=True)
+        self._start_refresh()
+        return namespace
+
+    def _start_refresh(self) -> None:
+        if not self._background or self._source is None or self._stop.is_set():
+            return
+        with self._lock:
+            if self._refresher is None:
+                self._refresher = threading.Thread(
+                    target=self._refresh_loop, name=f"bindings {self._who()}", daemon=True
+                )
+                self._refresher.start()
+
+    def _refresh_loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._poll(force=True)
+            except Exception as error:  # never let the refresh die: the client would go stale
+                self._report(f"binding store read failed: {error}")
+
+    def close(self) -> None:
+        """Stop the background refresh (the client keeps the binding it has)."""
+        self._stop.set()
+        refresher = self._refresher
+        if refresher is not None and refresher is not threading.current_thread():
+            refresher.join(timeout=1)
 
     def _poll(self, *, force: bool) -> str:
         if self._source is None:
             return self._namespace
-        with self._lock:
+        with self._reading:
             if not force and not self._due():
                 return self._namespace  # another thread read it meanwhile
-            self._read_at = self._clock()
             self.reads += 1
             try:
                 data, etag = self._source.read_bindings(self.app, self._etag)
             except ReplicationError as error:
+                self._read_at = self._clock()
+                if not self._unreachable:
+                    self._unreachable, self._before_outage = True, self._problem
                 self._report(f"binding store unreachable: {error}")
                 return self._namespace
+            self._read_at = self._clock()
+            if self._unreachable:  # readable again, even if the document did not change
+                logger.info("%s: binding store readable again", self._who())
+                self._unreachable, self._problem = False, self._before_outage
             if data is None and etag is None:  # no document: no switch was ever made
                 self._etag, self._generation, self.document = None, None, None
                 self._use(self.namespaces[0])
@@ -160,7 +214,7 @@ class BindingFollower:
 
     def _use(self, namespace: str) -> None:
         if self._problem is not None:
-            logger.info("%s: binding store readable again", self._who())
+            logger.info("%s: binding document usable again", self._who())
             self._problem = None
         if namespace != self._namespace:
             logger.info(

@@ -14,9 +14,14 @@ active-passive guidance, made explicit:
   published *directly* there is left unconsumed (those messages are not replicated back);
   move the consumers. What the primary received meanwhile reached the consumers through
   replication and their log skips it on the primary.
-- **Forced** (either direction, ``--force``): count what the current namespace has not
-  replicated (the RPO you accept, named where the source can still be read), then move
-  publishers and consumers at once.
+- **Forced** (either direction, ``--force``): move publishers and consumers at once, then
+  count what the old namespace has not replicated (the RPO accepted, named where the source can
+  still be read, "unknown" where it cannot: a namespace that does not answer is the reason for
+  most forced switches, so nothing is read before the clients move).
+
+A binding document that binds the clients to a namespace the topology does not replicate the
+entity with (a hand edit, a namespace since removed from the topology) is refused for a planned
+switch with the blob and the JSON path of the rule; ``--force`` moves the clients from there.
 
 :func:`plan_switch` checks the request against the topology and the binding document and
 returns the plan; it raises :class:`SwitchRefusedError` for a namespace that is not part of the
@@ -104,8 +109,10 @@ def plan_switch(
     direction: Direction,
     force: bool,
     settle: timedelta,
+    document_source: str = "the binding document",
 ) -> SwitchPlan:
-    """The plan of a switch (see the module docstring).
+    """The plan of a switch (see the module docstring); ``document_source`` names the blob in
+    refusals.
 
     Raises:
         SwitchRefusedError: the request does not fit the topology or the binding.
@@ -131,7 +138,21 @@ def plan_switch(
     if publish == target and consume == target:
         source = target
     copies_to = {(p.source, p.target) for p in pairs}
-    if source != target:
+    outside = [name for name in dict.fromkeys((consume, publish)) if name not in involved]
+    if outside and document is not None:
+        client = "/".join(part for part in (app, instance, entity) if part)
+        rule = document.rule_for(instance, entity)
+        where = f"bindings[{document.bindings.index(rule)}]" if rule is not None else "bindings"
+        if not force:
+            copies = ", ".join(sorted({f"{p.source} -> {p.target} ({p.task})" for p in pairs}))
+            raise SwitchRefusedError(
+                f"{document_source}: {where} binds {client} to "
+                f"{' and '.join(repr(n) for n in outside)}, which is not part of the "
+                f"replication of {what} ({copies}); `--force --to {target}` moves the clients "
+                "from there"
+            )
+        source = outside[0]
+    elif source != target:
         if direction is Direction.FAILOVER and (source, target) not in copies_to:
             other = "failback" if (target, source) in copies_to else None
             raise SwitchRefusedError(
@@ -149,7 +170,8 @@ def plan_switch(
             )
     kind = topology.namespace(target).kind
     tasks = tuple(p.task for p in pairs if (p.source, p.target) == (source, target))
-    drain = tuple(_consumed_entities(topology, source, pairs)) if source != target else ()
+    known = source in involved
+    drain = tuple(_consumed_entities(topology, source, pairs)) if known and source != target else ()
     plan = SwitchPlan(
         app=app,
         instance=instance,

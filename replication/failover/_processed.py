@@ -215,6 +215,11 @@ class ProcessedLog:
             time = UNBOUNDED if first.origin_millis is None else first.origin_millis
             self._horizons[first.origin] = max(self._horizons.get(first.origin, time), time)
 
+    @property
+    def journal_length(self) -> int:
+        """Entries recorded since the last :meth:`take_journal`."""
+        return len(self._journal)
+
     def take_journal(self) -> list[Entry]:
         """The entries recorded since the previous call (to be appended to the persisted log)."""
         with self._lock:

@@ -6,7 +6,9 @@
 - **The operator's switch**: the target is what the binding store says for the publisher
   (:class:`~replication.failover._follower.BindingFollower`), followed within its poll interval.
 - **The publisher's own switch**: when sends to the target keep failing transiently for the
-  ``unavailability_window`` (measured from the first failure after the last success), the
+  ``unavailability_window`` (measured from the *start* of the first failed attempt after the
+  last success: a namespace that hangs costs the window, not the window plus a call deadline
+  before the window even starts), the
   publisher moves to the next namespace of its list (in order, wrapping around) and logs a
   WARNING. That choice holds until the binding store changes (a new generation): an operator's
   decision made after the publisher switched wins, and the publisher never drifts back to a
@@ -67,6 +69,7 @@ class PublisherCore:
         self._lock = threading.Lock()
         self._own: _OwnChoice | None = None
         self._failing_since: dict[str, float] = {}
+        self._succeeded_at: dict[str, float] = {}
         self._last_target: str | None = None
         self.counters = PublisherCounters()
 
@@ -87,14 +90,23 @@ class PublisherCore:
         with self._lock:
             self.counters.sends += 1
             self._failing_since.pop(namespace, None)
+            self._succeeded_at[namespace] = self._clock()
 
-    def failed(self, namespace: str, error: BaseException) -> str | None:
-        """A transient failure sending to ``namespace``; returns the namespace to switch to
-        when it has now been failing for the unavailability window, else None (retry it)."""
+    def failed(
+        self, namespace: str, error: BaseException, *, started: float | None = None
+    ) -> str | None:
+        """A transient failure of an attempt to send to ``namespace`` that began at ``started``
+        (the ``clock``'s time; default now); returns the namespace to switch to when it has now
+        been failing for the unavailability window, counted from the start of the first failed
+        attempt, else None (retry it)."""
         now = self._clock()
+        began = now if started is None else min(started, now)
         with self._lock:
+            # An attempt that began before another one succeeded fails after the success:
+            # the namespace has been failing since the success, not since that attempt began.
+            began = max(began, self._succeeded_at.get(namespace, began))
             self.counters.failures += 1
-            since = self._failing_since.setdefault(namespace, now)
+            since = self._failing_since.setdefault(namespace, began)
             if now - since < self.window or len(self.follower.namespaces) < 2:
                 return None
             names = self.follower.namespaces

@@ -15,7 +15,11 @@ in the middle of a failover still skips what it processed before:
   generation, so loading stays proportional to the log's bounds, not to the consumer's age.
 
 A store that cannot be written is logged at WARNING and tried again at the next checkpoint;
-the entries stay in the journal to be written meanwhile (the in-memory log keeps working).
+the entries stay in the journal to be written meanwhile (the in-memory log keeps working), and
+:meth:`ConsumerState.checkpoint` returns False: the consumers then settle nothing and take no
+new work until a checkpoint succeeds (:attr:`ConsumerState.pending` says whether anything
+recorded is not durable yet). Each write is bounded by the store's own deadline
+(``BlobFailoverStore.timeout``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Protocol
@@ -91,6 +96,7 @@ class ConsumerState:
             threading.RLock()
         )  # Event Hubs consumers checkpoint from one thread per partition
         self.failed_writes = 0
+        self._failing_since: float | None = None
 
     def load(self) -> None:
         """Read the persisted state (nothing to read without a store).
@@ -144,9 +150,22 @@ class ConsumerState:
 
     def checkpoint(self) -> bool:
         """Persist what changed since the last checkpoint; False when the store failed (the
-        changes are kept and written with the next checkpoint)."""
+        changes are kept and written with the next checkpoint). True means everything recorded
+        before the call is durable."""
         with self._lock:
             return self._checkpoint()
+
+    @property
+    def pending(self) -> bool:
+        """True when something recorded is not durable yet (a checkpoint would write it)."""
+        if self.store is None:
+            return False
+        return bool(
+            self._unwritten
+            or self.log.journal_length
+            or self._changed_positions
+            or self._active_changed
+        )
 
     def _checkpoint(self) -> bool:
         entries = self._unwritten + self.log.take_journal()
@@ -171,15 +190,25 @@ class ConsumerState:
                 self._records += 1
         except ReplicationError as error:
             self.failed_writes += 1
+            if self._failing_since is None:
+                self._failing_since = time.monotonic()
             if self.failed_writes in (1, 10) or self.failed_writes % 100 == 0:
                 logger.warning(
-                    "%s: processed-message log not persisted (%d times); kept in memory: %s",
+                    "%s: processed-message log not persisted (%d times); kept in memory, "
+                    "nothing settled and no new work taken until it is: %s",
                     self.client,
                     self.failed_writes,
                     error,
                 )
             self._unwritten = entries
             return False
+        if self._failing_since is not None:
+            logger.info(
+                "%s: processed-message log persisted again after %.1f s",
+                self.client,
+                time.monotonic() - self._failing_since,
+            )
+            self._failing_since = None
         self._unwritten = []
         self._changed_positions = {}
         self._active_changed = False

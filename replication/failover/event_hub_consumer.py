@@ -25,6 +25,13 @@ One consumer reads all partitions of its consumer group: the translation needs a
 every partition, so several instances sharing a consumer group (the SDK's load balancing) are
 not supported; run standbys that take over through the binding store instead.
 
+Copies of one event in one batch, or in batches of two partitions handled at the same time (a
+publisher's two attempts), are handed to the handler once. A partition's checkpoint moves only
+after the log entries of its batch are durable: while the store cannot be written, the
+partition's reader waits (back-pressure: it reads nothing more), trying again every second,
+and ``counters`` count it (``log_write_failures``, ``held_receives``). Reading the partition ids
+and closing the readers are bounded by ``call_timeout`` (default 10 s).
+
 :class:`AsyncEventHubFailoverConsumer` runs the same readers in worker threads and awaits an
 ``async`` handler on the caller's event loop.
 """
@@ -39,7 +46,9 @@ from datetime import UTC, datetime, timedelta
 
 from replication.runtime import describe
 from replication.transport.connections import NamespaceAccess
+from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT, seconds
 from replication.transport.failover import (
+    DEFAULT_STORE_TIMEOUT,
     BlobFailoverStore,
     ConsumerCheckpoints,
     LastEnqueued,
@@ -83,8 +92,10 @@ class EventHubFailoverConsumer:
         skew_allowance: timedelta = DEFAULT_SKEW_ALLOWANCE,
         max_batch_size: int = 100,
         max_wait_time: float = 1.0,
+        call_timeout: timedelta = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self.follower = follower
+        self.call_timeout = seconds(call_timeout)
         self.state = state
         self.namespaces = dict(namespaces)
         self.hub = hub
@@ -99,6 +110,8 @@ class EventHubFailoverConsumer:
         self.namespace: str | None = None
         self._lock = threading.Lock()
         self._failure: BaseException | None = None
+        self._in_flight: set[str] = set()
+        self._stopping = threading.Event()
 
     @classmethod
     def event_hub(
@@ -119,6 +132,7 @@ class EventHubFailoverConsumer:
         max_entries: int = DEFAULT_MAX_ENTRIES,
         max_batch_size: int = 100,
         max_wait_time: float = 1.0,
+        call_timeout: timedelta = DEFAULT_CALL_TIMEOUT,
     ) -> EventHubFailoverConsumer:
         """A consumer of event hub ``entity`` in ``consumer_group``. ``replicated_from`` maps
         each replica namespace to its source (default: every namespace after the first is a
@@ -142,7 +156,11 @@ class EventHubFailoverConsumer:
             namespaces=namespaces,
             hub=entity,
             consumer_group=consumer_group,
-            checkpoints=checkpoint_store(checkpoint_connection_string, checkpoint_container),
+            checkpoints=checkpoint_store(
+                checkpoint_connection_string,
+                checkpoint_container,
+                timeout=store.timeout if store is not None else DEFAULT_STORE_TIMEOUT,
+            ),
             replicated_from=(
                 replicated_from
                 if replicated_from is not None
@@ -151,6 +169,7 @@ class EventHubFailoverConsumer:
             skew_allowance=skew_allowance,
             max_batch_size=max_batch_size,
             max_wait_time=max_wait_time,
+            call_timeout=call_timeout,
         )
 
     @property
@@ -164,6 +183,7 @@ class EventHubFailoverConsumer:
             ReplicationError: the persisted log cannot be read at start.
         """
         self.state.load()
+        self._stopping = stop
         while not stop.is_set():
             target = self.follower.namespace()
             try:
@@ -184,6 +204,7 @@ class EventHubFailoverConsumer:
                         break
             finally:
                 readers.close()
+        self.follower.close()
         self.state.checkpoint()
 
     def _start(self, target: str, handler: Handler) -> PartitionReaders:
@@ -202,6 +223,7 @@ class EventHubFailoverConsumer:
             start=self.state.starts.get(target),
             max_batch_size=self.max_batch_size,
             max_wait_time=self.max_wait_time,
+            call_timeout=self.call_timeout,
         )
         self.namespace = target
         if self.last_error is not None:
@@ -210,7 +232,11 @@ class EventHubFailoverConsumer:
         return readers
 
     def _translate(self, source: str, target: str) -> None:
-        count = len(partition_ids(self.namespaces[target], self.hub, self.consumer_group))
+        count = len(
+            partition_ids(
+                self.namespaces[target], self.hub, self.consumer_group, timeout=self.call_timeout
+            )
+        )
         plan = start_plan(
             source,
             target,
@@ -246,6 +272,7 @@ class EventHubFailoverConsumer:
         last: LastEnqueued | None,
     ) -> ReceivedEvent | None:
         keep = []
+        seen: set[str] = set()
         for event in events:
             facts = event_facts(event)
             origin = origin_of(
@@ -256,23 +283,48 @@ class EventHubFailoverConsumer:
             )
             decision = self.log.decide(facts.message_id, origin)
             with self._lock:
-                if decision.skip:
+                # A copy of an event of this batch, or of one another partition's handler has
+                # now: handed to the application once.
+                copy = facts.message_id is not None and (
+                    facts.message_id in seen or facts.message_id in self._in_flight
+                )
+                if decision.skip or copy:
                     self.counters.skipped += 1
                     continue
                 self.counters.received += 1
                 self.counters.unverified += int(decision.unverified)
+                if facts.message_id is not None:
+                    seen.add(facts.message_id)
+                    self._in_flight.add(facts.message_id)
             keep.append((event, facts.message_id, origin))
-        if keep:
-            try:
-                handler(partition, [event for event, _, _ in keep])
-            except Exception as error:  # the batch is read again from the last checkpoint
-                self._failure = error
-                return None
-        for _, message_id, origin in keep:
-            self.log.record(message_id, origin)
+        try:
+            if keep:
+                try:
+                    handler(partition, [event for event, _, _ in keep])
+                except Exception as error:  # the batch is read again from the last checkpoint
+                    self._failure = error
+                    return None
+            for _, message_id, origin in keep:
+                self.log.record(message_id, origin)
+        finally:
+            with self._lock:
+                self._in_flight -= seen
         self.state.advance(self._position(namespace, partition, events, last))
-        self.state.checkpoint()
+        if not self._persist():
+            return None  # stopping before the log was durable: the checkpoint stays
         return events[-1] if events else None
+
+    def _persist(self) -> bool:
+        """Persist the log, waiting (and reading nothing more in this partition) while the
+        store cannot be written (the state logs the outage); False when the consumer stops
+        first."""
+        while not self.state.checkpoint():
+            with self._lock:
+                self.counters.log_write_failures += 1
+                self.counters.held_receives += 1
+            if self._stopping.wait(1.0):
+                return False
+        return True
 
     def _position(
         self,

@@ -15,6 +15,13 @@ accepted before a failure are not sent again. It raises
 :class:`~replication.exceptions.PermanentForwardError` at once for a message no namespace will
 take (too large), and :class:`PublishTimeoutError` when nothing accepted the messages within
 ``send_timeout``.
+
+**Deadlines.** One attempt (one SDK send, its connection opened first if need be) is given
+``call_timeout`` (default 10 s, :data:`~replication.transport.deadlines.DEFAULT_CALL_TIMEOUT`),
+less when the send's own timeout is nearer; an attempt that gets no answer in time counts as a
+failure of that namespace like a refused one (its connection is dropped and made again), and the
+unavailability window counts from the start of the first failed attempt. So a publisher whose
+namespace hangs sends elsewhere within ``unavailability_window`` plus one ``call_timeout``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any, ClassVar, Protocol, Self
 
 from replication.exceptions import PublishTimeoutError, TransientForwardError
 from replication.transport.connections import NamespaceAccess
+from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT, seconds
 from replication.transport.failover import (
     AsyncEventHubPublishChannel,
     AsyncServiceBusPublishChannel,
@@ -45,14 +53,14 @@ from ._publisher import DEFAULT_UNAVAILABILITY_WINDOW, PublisherCore, PublisherC
 logger = logging.getLogger(__name__)
 
 DEFAULT_SEND_TIMEOUT = timedelta(minutes=2)
-MAX_CALL_SECONDS = 10.0
-"""Longest single SDK send: a namespace that hangs (accepts connections, answers nothing) is
-given up on for this call and counted as a failure, so the unavailability window applies."""
 
 Access = str | NamespaceAccess
 
 
 class _SyncChannel(Protocol):
+    @property
+    def broken(self) -> bool: ...
+
     def send(
         self, messages: Sequence[Any], *, timeout: float | None, partition_key: str | None = None
     ) -> None: ...
@@ -61,6 +69,9 @@ class _SyncChannel(Protocol):
 
 
 class _AsyncChannel(Protocol):
+    @property
+    def broken(self) -> bool: ...
+
     async def send(
         self, messages: Sequence[Any], *, timeout: float | None, partition_key: str | None = None
     ) -> None: ...
@@ -84,11 +95,13 @@ class _PublisherBase:
         kind: str,
         entity: str,
         send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
+        call_timeout: timedelta = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self._core = core
         self.kind = kind
         self.entity = entity
         self.send_timeout = send_timeout.total_seconds()
+        self.call_timeout = seconds(call_timeout)
         self._make_channel = channel
         self._channels: dict[str, Any] = {}
 
@@ -107,6 +120,7 @@ class _PublisherBase:
         unavailability_window: timedelta = DEFAULT_UNAVAILABILITY_WINDOW,
         poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
         send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
+        call_timeout: timedelta = DEFAULT_CALL_TIMEOUT,
     ) -> Self:
         """A publisher to the queue or topic ``entity``; ``namespaces`` maps the logical names
         (as in the topology and the binding store, the active one by default first) to
@@ -121,6 +135,7 @@ class _PublisherBase:
             unavailability_window=unavailability_window,
             poll_interval=poll_interval,
             send_timeout=send_timeout,
+            call_timeout=call_timeout,
         )
 
     @classmethod
@@ -135,6 +150,7 @@ class _PublisherBase:
         unavailability_window: timedelta = DEFAULT_UNAVAILABILITY_WINDOW,
         poll_interval: timedelta = DEFAULT_POLL_INTERVAL,
         send_timeout: timedelta = DEFAULT_SEND_TIMEOUT,
+        call_timeout: timedelta = DEFAULT_CALL_TIMEOUT,
     ) -> Self:
         """A publisher to the event hub ``entity`` (see :meth:`service_bus`)."""
         return cls._create(
@@ -147,6 +163,7 @@ class _PublisherBase:
             unavailability_window=unavailability_window,
             poll_interval=poll_interval,
             send_timeout=send_timeout,
+            call_timeout=call_timeout,
         )
 
     @classmethod
@@ -162,6 +179,7 @@ class _PublisherBase:
         unavailability_window: timedelta,
         poll_interval: timedelta,
         send_timeout: timedelta,
+        call_timeout: timedelta,
     ) -> Self:
         follower = BindingFollower(
             store,
@@ -173,12 +191,16 @@ class _PublisherBase:
             poll_interval=poll_interval,
         )
         channel_class = cls.CHANNELS[kind]
+        limit = seconds(call_timeout)
         return cls(
             PublisherCore(follower, unavailability_window=unavailability_window),
-            lambda name: channel_class(namespaces[name], entity, label=f"{name}/{entity}"),
+            lambda name: channel_class(
+                namespaces[name], entity, label=f"{name}/{entity}", call_timeout=limit
+            ),
             kind=kind,
             entity=entity,
             send_timeout=send_timeout,
+            call_timeout=call_timeout,
         )
 
     @property
@@ -196,7 +218,10 @@ class _PublisherBase:
         return self._core.follower
 
     def _call_timeout(self, deadline: float) -> float:
-        return max(1.0, min(MAX_CALL_SECONDS, deadline - time.monotonic()))
+        """One attempt's deadline: ``call_timeout``, or what is left of the send's own timeout
+        (at least a second, or ``call_timeout`` when that is shorter)."""
+        floor = min(1.0, self.call_timeout)
+        return max(floor, min(self.call_timeout, deadline - time.monotonic()))
 
     def _timed_out(self, namespace: str, error: BaseException) -> PublishTimeoutError:
         return PublishTimeoutError(
@@ -251,13 +276,17 @@ class FailoverPublisher(_PublisherBase):
         attempt = 0
         while True:
             namespace = self._core.target()
+            channel = self._channel(namespace)
+            started = time.monotonic()
             try:
-                self._channel(namespace).send(
+                channel.send(
                     batch, timeout=self._call_timeout(deadline), partition_key=partition_key
                 )
             except TransientForwardError as error:
                 batch = [m for i, m in enumerate(batch) if i not in error.acknowledged]
-                if self._core.failed(namespace, error) is not None:
+                if channel.broken:  # no answer in time: a new connection next time
+                    self._drop(namespace)
+                if self._core.failed(namespace, error, started=started) is not None:
                     self._drop(namespace)
                     attempt = 0
                     continue
@@ -270,6 +299,7 @@ class FailoverPublisher(_PublisherBase):
             return namespace
 
     def close(self) -> None:
+        self._core.follower.close()
         for namespace in list(self._channels):
             self._drop(namespace)
 
@@ -319,13 +349,16 @@ class AsyncFailoverPublisher(_PublisherBase):
             channel = self._channels.get(namespace)
             if channel is None:
                 channel = self._channels[namespace] = self._make_channel(namespace)
+            started = time.monotonic()
             try:
                 await channel.send(
                     batch, timeout=self._call_timeout(deadline), partition_key=partition_key
                 )
             except TransientForwardError as error:
                 batch = [m for i, m in enumerate(batch) if i not in error.acknowledged]
-                if self._core.failed(namespace, error) is not None:
+                if channel.broken:  # see FailoverPublisher.send
+                    await self._drop(namespace)
+                if self._core.failed(namespace, error, started=started) is not None:
                     await self._drop(namespace)
                     attempt = 0
                     continue
@@ -338,6 +371,7 @@ class AsyncFailoverPublisher(_PublisherBase):
             return namespace
 
     async def close(self) -> None:
+        self._core.follower.close()
         for namespace in list(self._channels):
             await self._drop(namespace)
 

@@ -10,6 +10,19 @@ plan's order, waiting in between for replication to catch up or the namespace to
 once a second, printing each change of the figures). The figures are read by
 :class:`~replication.operations.FiguresReader`, the one reader ``status`` uses too. It returns
 the exit code; see :mod:`replication.cli.failover` for their meaning.
+
+**Nothing hangs.** Every read of a namespace is bounded by ``call_timeout`` (default 10 s; the
+reader's :class:`~replication.transport.inspection.SourceInspector`), every store call by the
+store's own deadline: a namespace that does not answer is "unknown", never a wait. A forced
+switch writes the bindings first and counts afterwards, so its clients move within the store's
+deadline whatever state the old namespace is in.
+
+**Giving up restores what was found.** The first write of a switch records the exact rule of
+its clients as it found it (:class:`~replication.failover._bindings.RestorePoint`); a switch
+that takes over from one that died uses that record's, not what the dead one had changed. A
+planned switch that gives up puts that rule back, except where it would bind a role to a
+namespace that did not answer the switch's last read: that role stays where the switch had
+moved it (publishers) or where it was (consumers), and the command says so.
 """
 
 from __future__ import annotations
@@ -23,15 +36,18 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
+from replication.exceptions import FailoverStoreError
 from replication.exit_codes import ExitCode
 from replication.operations import Backlog, FiguresReader, task_lines
 from replication.runtime import describe
 from replication.settings import Settings
 from replication.topology import NamespaceKind, Topology
+from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT
 from replication.transport.failover import BindingLease, BlobFailoverStore
 
 from ._bindings import (
     BindingDocument,
+    RestorePoint,
     Role,
     SwitchKind,
     SwitchRecord,
@@ -64,10 +80,16 @@ def switch(
     dry_run: bool = False,
     settle: float = DEFAULT_SETTLE,
     timeout: float = DEFAULT_TIMEOUT,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT.total_seconds(),
     out: TextIO = sys.stdout,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Plan and (unless ``dry_run``) carry out one switch; returns the exit code."""
+    """Plan and (unless ``dry_run``) carry out one switch; returns the exit code.
+
+    Raises:
+        FailoverStoreError: the store could not be read or written (the CLI exits 3).
+        SwitchRefusedError, SwitchInProgressError: the switch is not possible now.
+    """
     data, _ = store.read_bindings(app, None)
     document = parse_bindings(data, source=store.describe(app)) if data else None
     plan = plan_switch(
@@ -80,6 +102,7 @@ def switch(
         direction=direction,
         force=force,
         settle=timedelta(seconds=settle),
+        document_source=store.describe(app),
     )
     kind = "forced" if force else "planned"
     print(f"{kind} {direction.value} of {plan.client}: {plan.source} -> {plan.target}", file=out)
@@ -88,13 +111,15 @@ def switch(
     if plan.source == plan.target:
         return ExitCode.OK
     reader = FiguresReader(
-        topology, Settings.from_environ(environ, connections=topology.connections)
+        topology,
+        Settings.from_environ(environ, connections=topology.connections),
+        call_timeout=call_timeout,
     )
     try:
         runner = _Switch(plan, topology, store, reader, out, sleep)
         if dry_run or not force:
-            # A forced switch reads only the backlog before it moves the clients, which wait
-            # for it (see _forced); the planned one moves nothing before its figures are out.
+            # A forced switch reads nothing before it moves the clients (see _forced); the
+            # planned one moves nothing before its figures are out.
             runner.report_figures()
         if dry_run:
             print("dry run: nothing changed", file=out)
@@ -182,6 +207,19 @@ class _Switch:
             if data
             else new_document(plan.app, list(plan.namespaces), plan.namespaces[0])
         )
+        restore = document.restore_point(plan.instance, plan.entity)
+        interrupted = document.switch
+        if interrupted is not None:
+            self.say(
+                f"taking over switch {interrupted.id} started {interrupted.started_at} "
+                f"by {interrupted.by}, which did not finish (its lease expired)"
+            )
+            same_clients = (interrupted.instance, interrupted.entity) == (
+                plan.instance,
+                plan.entity,
+            )
+            if same_clients and interrupted.restore is not None:
+                restore = interrupted.restore  # what that switch found, before it changed it
         record = SwitchRecord(
             id=uuid.uuid4().hex[:12],
             kind=SwitchKind.FORCED if plan.force else SwitchKind.PLANNED,
@@ -192,15 +230,10 @@ class _Switch:
             phase="started",
             started_at=datetime.now(UTC),
             by=lease.holder,
+            restore=restore,
         )
-        if document.switch is not None:
-            self.say(
-                f"taking over switch {document.switch.id} started {document.switch.started_at} "
-                f"by {document.switch.by}, which did not finish (its lease expired)"
-            )
         if plan.force:
             return self._forced(lease, document, record)
-        previous = document.resolve(plan.instance, plan.entity, Role.PUBLISH) or plan.namespaces[0]
         document = self._write(
             lease,
             document.bound(
@@ -218,11 +251,7 @@ class _Switch:
             else self._wait_for_drain(timeout)
         )
         if not waited:
-            self._bind(lease, document, record, {"publish": previous}, outcome="timed out")
-            self.say(
-                f"gave up after {timeout:g} s; publishers moved back to {previous}; consumers "
-                f"never moved. Retry, or use --force to accept the backlog as lost"
-            )
+            self._give_up(lease, document, record, restore, timeout)
             return ExitCode.UNAVAILABLE
         self._bind(
             lease,
@@ -234,20 +263,78 @@ class _Switch:
         self.say(f"consumers of {plan.client} now bound to {plan.target}; done")
         return ExitCode.OK
 
+    def _give_up(
+        self,
+        lease: BindingLease,
+        document: BindingDocument,
+        record: SwitchRecord,
+        restore: RestorePoint,
+        timeout: float,
+    ) -> None:
+        """Put back the rule the switch found, except a role it would bind to a namespace that
+        did not answer the last read: that role stays as it is now."""
+        plan = self.plan
+        silent = self.reader.unreachable
+        restored = document.restored(plan.instance, plan.entity, restore)
+        roles: dict[str, str] = {}
+        kept: list[str] = []
+        for role in Role:
+            now = document.resolve(plan.instance, plan.entity, role) or plan.namespaces[0]
+            back = restored.resolve(plan.instance, plan.entity, role) or plan.namespaces[0]
+            if back in silent and back != now:
+                kept.append(
+                    f"{role.value}ers stay on {now} ({back} did not answer: {silent[back]})"
+                )
+                roles[role.value] = now
+            else:
+                roles[role.value] = back
+        finished = record.model_copy(
+            update={"finished_at": datetime.now(UTC), "outcome": "timed out"}
+        )
+        if kept:
+            final = restored.bound(
+                instance=plan.instance, entity=plan.entity, default=plan.namespaces[0], **roles
+            )
+        else:
+            final = restored
+        self._write(lease, final.with_switch(finished))
+        where = ", ".join(f"{role}ers on {name}" for role, name in roles.items())
+        self.say(
+            f"gave up after {timeout:g} s; bindings of {plan.client} restored to what the switch "
+            f"found ({where})"
+            + (f"; {'; '.join(kept)}" if kept else "")
+            + ". Retry, or use --force to accept the backlog as lost"
+        )
+
     def _forced(self, lease: BindingLease, document: BindingDocument, record: SwitchRecord) -> int:
         plan = self.plan
-        # Only the backlog before the switch (one read per task): the clients wait for it.
-        lost = self._count_unreplicated()
-        self._bind(
+        # The clients first: the old namespace is most often gone or silent, and every read of
+        # it would only delay them. What it had not replicated is counted afterwards.
+        finished = record.model_copy(update={"phase": "moved"})
+        document = self._bind(
             lease,
             document,
-            record.model_copy(update={"phase": "moved", "unreplicated": lost}),
+            finished,
             {"publish": plan.target, "consume": plan.target},
             outcome="done",
         )
-        self.say(f"publishers and consumers of {plan.client} now bound to {plan.target}; done")
+        self.say(
+            f"publishers and consumers of {plan.client} now bound to {plan.target}; "
+            f"counting what {plan.source} had not replicated"
+        )
+        lost = self._count_unreplicated()
+        last = document.history[-1] if document.history else None
+        if last is not None and last.id == record.id:
+            try:
+                self._write(
+                    lease,
+                    document.with_last_switch(last.model_copy(update={"unreplicated": lost})),
+                )
+            except FailoverStoreError as error:
+                self.say(f"the count was not recorded in the binding document: {error}")
         if plan.direction is Direction.FAILOVER and lost is not None:
             self._report_rpo()
+        self.say("done")
         return ExitCode.OK
 
     def _count_unreplicated(self) -> int | None:
@@ -255,6 +342,12 @@ class _Switch:
         task's backlog, named (the MessageIds, or the events per partition)."""
         plan = self.plan
         total = 0
+        if plan.direction is Direction.FAILOVER and not plan.replication_tasks:
+            self.say(
+                f"{plan.source} does not replicate to {plan.target} in the topology: what it "
+                "holds cannot be counted; RPO unknown"
+            )
+            return None
         if plan.direction is Direction.FAILBACK:
             for where, count in self._direct().items():
                 self.say(f"left unconsumed in {where} (published there directly): {count}")
@@ -271,8 +364,8 @@ class _Switch:
             except Exception as error:
                 self.say(
                     f"{task}: {plan.source} cannot be read ({describe(error)}): what it accepted "
-                    "and did not replicate cannot be counted now; it stays there and is "
-                    "replicated when the namespace returns"
+                    "and did not replicate cannot be counted now (RPO unknown); it stays there "
+                    "and is replicated when the namespace returns"
                 )
                 return None
             if backlog.partitions:

@@ -31,9 +31,11 @@ Per task:
   ``heartbeat-status`` subscription, or its heartbeat event hub's events of the look-back
   window: :func:`~replication.topology.heartbeat_lookback`).
 
-A namespace that cannot be reached is recorded, not raised, and not asked again until
-:meth:`FiguresReader.refresh` (each try costs seconds); a task whose source is unreachable has
-``error`` set.
+A namespace that cannot be reached, or does not answer within ``call_timeout`` (default 10 s;
+:class:`~replication.transport.inspection.SourceInspector` bounds every read), is recorded, not
+raised, and not asked again until :meth:`FiguresReader.refresh` (each try costs seconds); a
+task whose source is unreachable has ``error`` set, and :attr:`FiguresReader.unreachable` names
+the namespaces that failed since the last refresh.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from replication.topology import (
     materialize,
     requires_session,
 )
+from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT
 from replication.transport.inspection import Contents, PartitionPosition, SourceInspector
 from replication.values import as_text
 
@@ -150,9 +153,10 @@ class FiguresReader:
         *,
         cap: int = PEEK_CAP,
         clock: Clock = lambda: datetime.now(UTC),
+        call_timeout: timedelta | float = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self._topology = topology
-        self._inspector = SourceInspector(topology, settings)
+        self._inspector = SourceInspector(topology, settings, call_timeout=call_timeout)
         self._cap = cap
         self._clock = clock
         self.thresholds = Thresholds.of(topology)
@@ -169,6 +173,11 @@ class FiguresReader:
         """Forget what was read (and which namespaces failed): the next reads ask again."""
         self._down.clear()
         self._arrived.clear()
+
+    @property
+    def unreachable(self) -> dict[str, str]:
+        """The namespaces that could not be read since the last :meth:`refresh`, and why."""
+        return dict(self._down)
 
     # -- per task ------------------------------------------------------------------------------
 

@@ -14,11 +14,12 @@ report covers everything that can be read, and not asked again in the same run; 
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from replication.settings import Settings
 from replication.topology import Topology
+from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT
 
 from ._figures import PEEK_CAP, Clock, Count, FiguresReader, TaskReport
 from ._states import PathHeartbeat, Thresholds
@@ -57,9 +58,11 @@ def read_status(
     *,
     cap: int = PEEK_CAP,
     clock: Clock = lambda: datetime.now(UTC),
+    call_timeout: timedelta | float = DEFAULT_CALL_TIMEOUT,
 ) -> StatusReport:
-    """Read every task's figures and the heartbeats (see the module docstring)."""
-    reader = FiguresReader(topology, settings, cap=cap, clock=clock)
+    """Read every task's figures and the heartbeats (see the module docstring), each read
+    bounded by ``call_timeout``."""
+    reader = FiguresReader(topology, settings, cap=cap, clock=clock, call_timeout=call_timeout)
     try:
         tasks = [reader.task(topology.resolved(spec)) for spec in topology.tasks]
         return StatusReport(tasks, reader.heartbeats(), reader.thresholds)

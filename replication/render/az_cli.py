@@ -21,6 +21,7 @@ lists, as comments, the commands its owner runs in that tenant (see ``_common.pr
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 from typing import Any
 
@@ -28,7 +29,7 @@ from replication.topology import NamespaceKind, NamespaceSpec, Topology, materia
 
 from ._common import provisioned, resource_name
 from .access import RoleAssignment, role_assignments
-from .bicep_params import eventhubs_parameter, servicebus_parameter
+from .bicep_params import eventhubs_parameter, servicebus_parameter, uncaptured_entities
 
 HEADER = """#!/usr/bin/env bash
 # Generated from {source} by `python -m replication render az-cli`: do not edit, re-render.
@@ -45,6 +46,12 @@ run() {{
     if [ "$DRY_RUN" = 1 ]; then printf '%q ' "$@"; printf '\\n'; else "$@" >/dev/null; fi
 }}
 with_principal() {{ if [ -n "${{PRINCIPAL_ID:-}}" ]; then run "$@"; fi; }}
+# Run a command and print what its --query selects (dry run: a stand-in), e.g. the principal of
+# the identity a namespace create gives the namespace.
+selected() {{
+    if [ "$DRY_RUN" = 1 ]; then printf '%q ' "$@" >&2; printf '\n' >&2; echo '<principal id>'
+    else "$@"; fi
+}}
 with_workspace() {{ if [ -n "${{LOG_ANALYTICS_WORKSPACE_ID:-}}" ]; then run "$@"; fi; }}
 if [ -n "${{PRINCIPAL_ID:-}}" ] && [ -z "${{SUBSCRIPTION_ID:-}}" ]; then
     if [ "$DRY_RUN" = 1 ]; then SUBSCRIPTION_ID='<subscription id>'
@@ -169,7 +176,11 @@ def _eventhubs_commands(spec: dict[str, Any], runner: str = "run") -> list[str]:
     """The entity commands of a rendered ``eventhubs_parameter``."""
     ns = ("--namespace-name", spec["name"])
     lines = []
+    capture = spec.get("capture")
     for hub in spec["eventHubs"]:
+        if capture is not None and hub["captured"]:
+            lines.append(_captured_event_hub_command(runner, spec["name"], hub, capture))
+            continue
         lines.append(
             _command(runner, "az", "eventhubs", "eventhub", "create", *_BASE, *ns,
                      "--name", hub["name"], "--partition-count", str(hub["partitionCount"]),
@@ -184,6 +195,62 @@ def _eventhubs_commands(spec: dict[str, Any], runner: str = "run") -> list[str]:
     return lines
 
 
+_SUBSCRIPTION = "${SUBSCRIPTION_ID:-$(az account show --query id --output tsv)}"
+EVENT_HUBS_API_VERSION = "2024-01-01"
+
+
+def _captured_event_hub_command(
+    runner: str, namespace: str, hub: dict[str, Any], capture: dict[str, Any]
+) -> str:
+    """An event hub with Capture, as ``az rest`` PUTs it: the body
+    ``infra/modules/eventhubs.bicep`` declares.
+
+    Not ``az eventhubs eventhub create --enable-capture ... --mi-system-assigned true``: the
+    Azure CLI (2.91, ``eventhubs/operations/event_hub_entity.py``, ``cli_eventhub_create`` and
+    ``cli_eventhub_update``) adds the capture destination's ``identity`` only together with
+    ``--mi-user-assigned``, so a system-assigned identity never reaches the request and Capture
+    would not write as the namespace's identity.
+    """
+    account = f"Microsoft.Storage/storageAccounts/{capture['storageAccount']}"
+    body = {
+        "properties": {
+            "partitionCount": hub["partitionCount"],
+            "retentionDescription": {
+                "cleanupPolicy": "Delete",
+                "retentionTimeInHours": 24 * hub["messageRetentionInDays"],
+            },
+            "captureDescription": {
+                "enabled": True,
+                "encoding": "Avro",
+                "intervalInSeconds": capture["intervalInSeconds"],
+                "sizeLimitInBytes": capture["sizeLimitInBytes"],
+                "skipEmptyArchives": False,
+                "destination": {
+                    "name": "EventHubArchive.AzureBlockBlob",
+                    "identity": {"type": "SystemAssigned"},
+                    "properties": {
+                        "storageAccountResourceId": "/subscriptions/__SUBSCRIPTION__"
+                        f"/resourceGroups/__RESOURCE_GROUP__/providers/{account}",
+                        "blobContainer": capture["container"],
+                        "archiveNameFormat": capture["archiveNameFormat"],
+                    },
+                },
+            },
+        }
+    }
+    text = shlex.quote(json.dumps(body, separators=(",", ":")))
+    # The subscription and resource group are the shell's: spliced in as its expansions.
+    text = text.replace("__SUBSCRIPTION__", f"'\"{_SUBSCRIPTION}\"'").replace(
+        "__RESOURCE_GROUP__", "'\"$RESOURCE_GROUP\"'"
+    )
+    url = _Shell(
+        f'"https://management.azure.com/subscriptions/{_SUBSCRIPTION}/resourceGroups/'
+        f'$RESOURCE_GROUP/providers/Microsoft.EventHub/namespaces/"'
+        + shlex.quote(f"{namespace}/eventhubs/{hub['name']}?api-version={EVENT_HUBS_API_VERSION}")
+    )
+    return _command(runner, "az", "rest", "--method", "put", "--url", url, "--body", _Shell(text))
+
+
 def _diagnostics_command(resource_type: str, name: str) -> str:
     """The namespace's diagnostic setting, as ``infra/modules/servicebus.bicep`` declares it."""
     return _command(
@@ -195,7 +262,7 @@ def _diagnostics_command(resource_type: str, name: str) -> str:
     )  # fmt: skip
 
 
-def _namespace_commands(namespace: NamespaceSpec) -> list[str]:
+def _namespace_commands(namespace: NamespaceSpec, uncaptured: frozenset[str]) -> list[str]:
     if namespace.kind is NamespaceKind.SERVICEBUS:
         spec = servicebus_parameter(namespace)
         lines = [f"# Service Bus namespace {namespace.name} ({spec['name']}, {spec['location']})"]
@@ -207,16 +274,42 @@ def _namespace_commands(namespace: NamespaceSpec) -> list[str]:
         lines += _servicebus_commands(spec)
         lines.append(_diagnostics_command("Microsoft.ServiceBus/namespaces", spec["name"]))
         return lines
-    spec = eventhubs_parameter(namespace)
+    spec = eventhubs_parameter(namespace, uncaptured=uncaptured)
     lines = [f"# Event Hubs namespace {namespace.name} ({spec['name']}, {spec['location']})"]
-    lines.append(
-        _command("run", "az", "eventhubs", "namespace", "create", *_BASE, "--name", spec["name"],
-                 "--location", spec["location"], "--sku", spec["sku"], "--capacity", "1",
-                 "--disable-local-auth", "true", "--min-tls", "1.2")
-    )  # fmt: skip
+    create = ("az", "eventhubs", "namespace", "create", *_BASE, "--name", spec["name"],
+              "--location", spec["location"], "--sku", spec["sku"], "--capacity", "1",
+              "--disable-local-auth", "true", "--min-tls", "1.2")  # fmt: skip
+    capture = spec["capture"]
+    if capture is None:
+        lines.append(_command("run", *create))
+    else:
+        # Capture writes as the namespace's own identity: created with it, then given its role
+        # on the capture container before the event hubs enable Capture.
+        selected = _command("selected", *create, "--mi-system-assigned", "true",
+                            "--query", "identity.principalId", "--output", "tsv")  # fmt: skip
+        lines.append(f"CAPTURE_PRINCIPAL=$({selected})")
+        lines.append(_capture_role_command(capture))
     lines += _eventhubs_commands(spec)
     lines.append(_diagnostics_command("Microsoft.EventHub/namespaces", spec["name"]))
     return lines
+
+
+def _capture_role_command(capture: dict[str, Any]) -> str:
+    """Storage Blob Data Contributor on the capture container for the namespace's identity
+    (``infra/modules/eventhubs.bicep``, ``captureRole``)."""
+    path = (
+        f"Microsoft.Storage/storageAccounts/{capture['storageAccount']}/blobServices/default"
+        f"/containers/{capture['container']}"
+    )
+    scope = _Shell(
+        '"/subscriptions/${SUBSCRIPTION_ID:-$(az account show --query id --output tsv)}'
+        '/resourceGroups/$RESOURCE_GROUP/providers/"' + shlex.quote(path)
+    )
+    return _command(
+        "run", "az", "role", "assignment", "create", "--assignee-object-id",
+        _Shell('"$CAPTURE_PRINCIPAL"'), "--assignee-principal-type", "ServicePrincipal",
+        "--role", capture["roleDefinitionId"], "--scope", scope,
+    )  # fmt: skip
 
 
 def _foreign_namespace_comments(namespace: NamespaceSpec) -> list[str]:
@@ -264,7 +357,7 @@ def az_cli_script(topology: Topology, *, source: str = "topology.json") -> str:
     lines = [HEADER.format(source=source, script="provision.sh")]
     for namespace in materialized.namespaces:
         if namespace in owned:
-            lines += _namespace_commands(namespace)
+            lines += _namespace_commands(namespace, uncaptured_entities(topology))
         else:
             lines += _foreign_namespace_comments(namespace)
         lines.append("")

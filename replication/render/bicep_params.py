@@ -13,10 +13,13 @@ stays one template parameter, while which settings it implies is decided here, o
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from replication.rules import CorrelationFilterSpec
 from replication.topology import (
+    CAPTURE_NAME_FORMAT,
+    STORAGE_BLOB_DATA_CONTRIBUTOR,
     NamespaceKind,
     NamespaceSpec,
     SubscriptionSpec,
@@ -118,12 +121,18 @@ def servicebus_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
     }
 
 
-def eventhubs_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
+def eventhubs_parameter(
+    namespace: NamespaceSpec, *, uncaptured: Collection[str] = ()
+) -> dict[str, Any]:
+    """The namespace for ``infra/modules/eventhubs.bicep``; with a ``capture`` section every
+    event hub but those named in ``uncaptured`` (the heartbeat hub: heartbeats are no
+    messages of the audit) is ``captured``."""
     hubs = [
         {
             "name": hub.name,
             "partitionCount": hub.partition_count,
             "messageRetentionInDays": hub.message_retention_in_days,
+            "captured": namespace.capture is not None and hub.name not in uncaptured,
         }
         for hub in namespace.event_hubs
     ]
@@ -139,6 +148,29 @@ def eventhubs_parameter(namespace: NamespaceSpec) -> dict[str, Any]:
         "sku": sku,
         "eventHubs": hubs,
         "consumerGroups": groups,
+        "capture": capture_parameter(namespace),
+    }
+
+
+def uncaptured_entities(topology: Topology) -> frozenset[str]:
+    """Entities a namespace's capture leaves out: the heartbeat entity, whose messages the
+    duplicate audit must not count."""
+    return frozenset({topology.heartbeats.entity})
+
+
+def capture_parameter(namespace: NamespaceSpec) -> dict[str, Any] | None:
+    """The namespace's Event Hubs Capture (``CaptureSpec``) as ``infra/modules/eventhubs.bicep``
+    and the az CLI script apply it to every event hub; None without one."""
+    capture = namespace.capture
+    if capture is None:
+        return None
+    return {
+        "storageAccount": capture.storage_account,
+        "container": capture.container,
+        "intervalInSeconds": int(capture.interval.total_seconds()),
+        "sizeLimitInBytes": capture.size_limit_bytes,
+        "archiveNameFormat": CAPTURE_NAME_FORMAT,
+        "roleDefinitionId": STORAGE_BLOB_DATA_CONTRIBUTOR,
     }
 
 
@@ -167,12 +199,15 @@ def bicep_parameters(topology: Topology, *, topology_path: str = "topology.json"
     key_vault_secrets = sorted(
         {n.key_vault_secret for n in materialized.namespaces if n.key_vault_secret}
     )
+    uncaptured = uncaptured_entities(topology)
     return {
         "$schema": SCHEMA,
         "contentVersion": "1.0.0.0",
         "parameters": {
             "serviceBusNamespaces": {"value": [servicebus_parameter(n) for n in servicebus]},
-            "eventHubNamespaces": {"value": [eventhubs_parameter(n) for n in eventhubs]},
+            "eventHubNamespaces": {
+                "value": [eventhubs_parameter(n, uncaptured=uncaptured) for n in eventhubs]
+            },
             "roleAssignments": {
                 "value": [a.as_parameter() for a in role_assignments(materialized)]
             },

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from replication.capture import capture_line, capture_record
 from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.layout import AUDIT, child_environment
-from replication.properties import format_timestamp
 from replication.topology import Topology
 
 WATERMARK = "30 seconds"
@@ -34,22 +34,11 @@ computes (the same options as the Spark tests'): the showcase's audit took 18.6 
 22.9 s (median of 3, side by side). An audit of real captures keeps Spark's defaults."""
 
 
-def capture_record(envelope: Envelope) -> dict[str, Any]:
-    """One line of the audit's JSON input."""
-    enqueued = envelope.enqueued_time_utc
-    return {
-        "message_id": envelope.message_id,
-        "enqueued_time_utc": format_timestamp(enqueued) if enqueued else None,
-        "sequence_number": envelope.sequence_number,
-        "properties": {k: str(v) for k, v in envelope.application_properties.items()},
-    }
-
-
 def write_capture(folder: Path, name: str, copies: Sequence[Envelope]) -> Path:
     """``folder/name.json`` with one :func:`capture_record` per copy."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
-    path.write_text("".join(json.dumps(capture_record(c)) + "\n" for c in copies))
+    path.write_text("".join(capture_line(c) for c in copies))
     return path
 
 
@@ -126,8 +115,9 @@ class SparkAudit:
 def verdict_lines(report: Mapping[str, Any]) -> list[str]:
     """The audit's figures, one line per region and region pair."""
     lines = [
-        f"  {region:<6} {figures['records']:>6} records, "
-        f"{figures['in_region_duplicates']} duplicates, {figures['missing']} missing"
+        f"  {region:<6} {figures['records']:>6} copies, "
+        f"{figures['expected_replicas']} expected replicas, "
+        f"{figures['unexpected_duplicates']} unexpected duplicates, {figures['missing']} missing"
         for region, figures in report["regions"].items()
     ]
     lines += [
@@ -140,12 +130,13 @@ def verdict_lines(report: Mapping[str, Any]) -> list[str]:
 def summary_lines(report: Mapping[str, Any]) -> list[str]:
     """The audit's figures in two lines (the showcase prints them under its table)."""
     regions = report["regions"]
-    duplicates = sum(r["in_region_duplicates"] for r in regions.values())
     lags = [lag["p50"] for lag in report["lag_seconds"].values()]
     lag = f"{min(lags):.2f} to {max(lags):.2f} s" if lags else "-"
+    # Replicas are copies, not duplicates: the words of the report page (spark/_html.py).
     return [
-        f"  {report['total_records']} records of {report['unique_messages']} messages in "
-        f"{len(regions)} regions ({', '.join(regions)}): {duplicates} duplicates in a region, "
+        f"  {report['total_records']} copies read of {report['unique_messages']} messages in "
+        f"{len(regions)} regions ({', '.join(regions)}): {report['expected_replicas']} expected "
+        f"replicas, {report['unexpected_duplicates']} unexpected duplicates, "
         f"{report['missing_total']} missing, {report['loops']} loops",
         f"  lag p50 per region pair {lag}",
     ]

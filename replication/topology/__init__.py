@@ -54,7 +54,10 @@ from ._outage import (
 from ._schema import SCHEMA_DIALECT, topology_schema, topology_schema_text
 from ._sessions import carries_session_ids, requires_session
 from ._specs import (
+    CAPTURE_NAME_FORMAT,
     DEFAULT_CONSUMER_GROUP,
+    STORAGE_BLOB_DATA_CONTRIBUTOR,
+    CaptureSpec,
     EntityRef,
     EventHubSpec,
     HeartbeatSpec,
@@ -70,6 +73,7 @@ from ._topology import Topology
 
 __all__ = [
     "ALERT_WINDOWS",
+    "CAPTURE_NAME_FORMAT",
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
     "HEARTBEAT_PARTITIONS",
@@ -78,7 +82,9 @@ __all__ = [
     "HEARTBEAT_STATUS_GROUP",
     "PARKING_QUEUE",
     "SCHEMA_DIALECT",
+    "STORAGE_BLOB_DATA_CONTRIBUTOR",
     "TOPOLOGY_SETTING",
+    "CaptureSpec",
     "EntityRef",
     "EventHubSpec",
     "HeartbeatPath",

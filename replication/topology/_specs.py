@@ -104,6 +104,44 @@ class EventHubSpec(SpecModel):
     """consumer groups besides `$Default` (the tasks' own are added)"""
 
 
+STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+"""Built-in role Storage Blob Data Contributor: what a capture needs on its container only."""
+
+CAPTURE_NAME_FORMAT = (
+    "{Namespace}/{EventHub}/{PartitionId}/{Year}/{Month}/{Day}/{Hour}/{Minute}/{Second}"
+)
+"""Event Hubs Capture's default blob names, the ones the audit's ``--since`` / ``--until``
+select by (spark/_window.py)."""
+
+
+class CaptureSpec(SpecModel):
+    """Where a namespace's traffic is captured for the duplicate audit (spark/README.md).
+
+    On an Event Hubs namespace, every event hub gets native Event Hubs Capture (Avro, the audit's
+    ``--format capture``) into ``container`` of the storage account ``storageAccount``, which
+    must be in the deployment's resource group; the namespace's system-assigned identity writes
+    there, with Storage Blob Data Contributor on that container only. ``interval`` (1 to 15
+    minutes) and ``sizeLimitBytes`` (10 to 500 MiB) close a capture file, whichever comes first.
+
+    A Service Bus namespace has no native capture: its capture task (a subscription that takes
+    everything the topic holds, written by ``replication.capture``) is not provisioned yet, so
+    ``capture`` is refused there (issue 38).
+    """
+
+    storage_account: Annotated[str, Field(pattern=r"^[a-z0-9]{3,24}$")]
+    """the storage account's name (in the deployment's resource group)"""
+    container: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")] = "captures"
+    """the blob container the capture files go to"""
+    interval: Annotated[Duration, Field(ge=timedelta(minutes=1), le=timedelta(minutes=15))] = (
+        timedelta(minutes=5)
+    )
+    """how long a capture file collects events before it is written"""
+    size_limit_bytes: Annotated[int, Field(ge=10 * 1024 * 1024, le=500 * 1024 * 1024)] = (
+        300 * 1024 * 1024
+    )
+    """how many bytes close a capture file before its interval ends"""
+
+
 class NamespaceSpec(SpecModel):
     """One namespace in one region.
 
@@ -138,11 +176,19 @@ class NamespaceSpec(SpecModel):
     """Service Bus topics with their subscriptions"""
     event_hubs: list[EventHubSpec] = Field(default_factory=list)
     """event hubs"""
+    capture: CaptureSpec | None = None
+    """Event Hubs Capture of every event hub into a storage container, for the duplicate audit
+    (Event Hubs namespaces only)"""
 
     @model_validator(mode="after")
     def _entities_match_kind(self) -> NamespaceSpec:
         if self.kind is NamespaceKind.SERVICEBUS and self.event_hubs:
             raise ValueError("a servicebus namespace cannot declare eventHubs")
+        if self.kind is NamespaceKind.SERVICEBUS and self.capture is not None:
+            raise ValueError(
+                "capture is provisioned for eventhubs namespaces only (Event Hubs Capture); "
+                "a servicebus namespace's capture task is not available yet"
+            )
         if self.kind is NamespaceKind.EVENTHUBS and (self.queues or self.topics):
             raise ValueError("an eventhubs namespace cannot declare queues or topics")
         return self

@@ -158,6 +158,8 @@ def test_the_audit_of_the_mesh_agrees(
     report = showcase[1]["audit"]
     assert (report["total_records"], report["unique_messages"]) == (450, 150)
     assert (report["missing_total"], report["loops"], report["duplicate_records"]) == (0, 0, 300)
+    # Two of each message's three copies are replicas the mesh sends, not duplicates.
+    assert (report["expected_replicas"], report["unexpected_duplicates"]) == (300, 0)
     assert set(report["regions"]) == {"weu", "eus", "sea"}
     assert all(region["in_region_duplicates"] == 0 for region in report["regions"].values())
 

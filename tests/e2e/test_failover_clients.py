@@ -150,9 +150,11 @@ def test_a_publisher_follows_the_binding_store_within_its_poll_interval(
         switched = time.monotonic()
         while publisher.send(ServiceBusMessage(b"during")) == "primary":
             assert time.monotonic() - switched < 30, "the publisher never followed"
-        figures["publisher follows a switch within (poll 0.3 s)"] = (
-            f"{time.monotonic() - switched:.2f} s"
-        )
+        followed = time.monotonic() - switched
+        # The promise: within the poll interval plus one read (at most the store's deadline),
+        # with a margin for a loaded machine.
+        assert followed <= POLL.total_seconds() + store.timeout + 5
+        figures["publisher follows a switch within (poll 0.3 s)"] = f"{followed:.2f} s"
         assert publisher.counters.followed_switches == 1
     assert "before" in drain(namespaces["primary"])
     assert drain(namespaces["secondary"])

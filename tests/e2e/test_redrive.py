@@ -341,7 +341,7 @@ def test_bad_option_values_exit_2(topology: Path, capsys: pytest.CaptureFixture[
         with pytest.raises(SystemExit) as exit_:
             _redrive(topology, *args)
         assert exit_.value.code == ExitCode.CONFIGURATION
-        assert capsys.readouterr().err.splitlines()[-1].startswith("python -m replication")
+        assert capsys.readouterr().err.splitlines()[-1].startswith("replication redrive: error: ")
 
 
 def test_unreachable_broker_exits_3(

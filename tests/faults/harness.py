@@ -520,3 +520,36 @@ def replicator_process(cluster: Cluster, log: Path) -> Iterator[subprocess.Popen
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def failover_consumer(
+    log: Path,
+    *,
+    app: str,
+    primary: str,
+    secondary: str,
+    storage: str,
+    work_seconds: float = 0.0,
+    call_timeout: float | None = None,
+) -> subprocess.Popen[bytes]:
+    """``examples/failover_consumer.py`` of ``orders``/``billing`` as its own process (so that
+    a test can SIGKILL it), its output appended to ``log``."""
+    env = {
+        **os.environ,
+        "SB_PRIMARY": primary,
+        "SB_SECONDARY": secondary,
+        "FAILOVER_STORAGE": storage,
+        "PYTHONPATH": str(ROOT),
+    }
+    arguments = ["--app", app, "--entity", "orders", "--subscription", "billing"]
+    arguments += ["--work-seconds", str(work_seconds)]
+    if call_timeout is not None:
+        arguments += ["--call-timeout", str(call_timeout)]
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            [sys.executable, str(ROOT / "examples" / "failover_consumer.py"), *arguments],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.DEVNULL,
+        )

@@ -21,7 +21,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import timedelta
@@ -41,7 +40,7 @@ from replication.settings import Settings
 from replication.topology import EntityRef, Topology, load_topology
 from replication.transport.failover import new_message
 
-from .harness import eventually
+from .harness import eventually, failover_consumer
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "active-passive-failover.json"
@@ -214,22 +213,14 @@ def test_a_forced_failover_loses_exactly_what_was_not_replicated_and_failback_re
 
 
 def consumer_process(setup: Setup, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "SB_PRIMARY": setup.nodes["primary"].connection_string,
-        "SB_SECONDARY": setup.nodes["secondary"].connection_string,
-        "FAILOVER_STORAGE": setup.storage,
-        "PYTHONPATH": str(ROOT),
-    }
-    with log.open("ab") as output:
-        return subprocess.Popen(
-            [
-                sys.executable, str(ROOT / "examples" / "failover_consumer.py"), "--app",
-                "restarted", "--entity", "orders", "--subscription", "billing",
-                "--work-seconds", "0.05",
-            ],
-            cwd=ROOT, env=env, stdout=output, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+    return failover_consumer(
+        log,
+        app="restarted",
+        primary=setup.nodes["primary"].connection_string,
+        secondary=setup.nodes["secondary"].connection_string,
+        storage=setup.storage,
+        work_seconds=0.05,
+    )
 
 
 def processed(log: Path) -> list[tuple[str, str]]:

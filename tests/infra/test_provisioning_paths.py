@@ -69,10 +69,19 @@ TOPOLOGY_KINDS = {
 """Every kind of resource a topology produces; the Function app, storage, Key Vault and alerts
 are the Bicep files' alone (the az CLI script is for topologies without them)."""
 
+CAPTURE_PRINCIPAL_ID = "66666666-7777-8888-9999-000000000000"
+"""What the ``az`` on ``PATH`` answers a command's ``--query identity.principalId`` with: the
+identity an Event Hubs namespace with Capture is created with (the script's
+``CAPTURE_PRINCIPAL``)."""
+CAPTURE_PRINCIPAL = "<a capturing namespace's principal>"
+STORAGE = "Microsoft.Storage/"
+
 _SHIM = """#!{python}
 import json, os, sys
 with open(os.environ["AZ_COMMANDS"], "a", encoding="utf-8") as commands:
     commands.write(json.dumps(["az", *sys.argv[1:]]) + "\\n")
+if "identity.principalId" in sys.argv:
+    print("{capture_principal}")
 """
 
 
@@ -84,11 +93,11 @@ def _kind(path: str) -> str:
     return "/".join([namespace, *rest[0::2]])
 
 
-def _normalized(body: dict[str, Any], kind: str) -> dict[str, Any]:
+def _normalized(body: dict[str, Any], kind: str, *, capture: bool = False) -> dict[str, Any]:
     body = copy.deepcopy(body)
     properties = body.get("properties", {})
     if kind == "Microsoft.Authorization/roleAssignments":
-        properties["principalId"] = PRINCIPAL
+        properties["principalId"] = PRINCIPAL if not capture else CAPTURE_PRINCIPAL
     if kind == "Microsoft.Insights/diagnosticSettings":
         properties["workspaceId"] = WORKSPACE
     sql_filter = properties.get("sqlFilter", {})
@@ -121,21 +130,23 @@ def bicep_resources(deployment: Deployment) -> dict[str, dict[str, Any]]:
             assert not resource.type.startswith(MESSAGING), resource
             assert not getattr(scope, "type", "").startswith(MESSAGING), resource
             continue
-        if not path.startswith(MESSAGING):
+        # An Event Hubs namespace's Capture role is on its storage container.
+        capture = path.startswith(STORAGE) and "/roleAssignments/" in path
+        if not path.startswith(MESSAGING) and not capture:
             continue
         kind = _kind(path)
         assert kind in TOPOLOGY_KINDS, path
         body = {k: v for k, v in resource.body.items() if k not in ("name", "scope", "parent",
                                                                       "dependsOn")}  # fmt: skip
         if kind == "Microsoft.Authorization/roleAssignments":
-            assert resource.body["properties"]["principalId"] == Unknown(
-                "app.identity.principalId"
-            ), path
+            principal = resource.body["properties"]["principalId"]
+            expected = "eventHubs.identity.principalId" if capture else "app.identity.principalId"
+            assert principal == Unknown(expected), path
             path = _role_key(path, body)
         if kind == "Microsoft.Insights/diagnosticSettings":
             assert resource.body["properties"]["workspaceId"] == Unknown("logs.id"), path
         assert path not in found, f"{path} declared twice"
-        found[path] = _normalized(body, kind)
+        found[path] = _normalized(body, kind, capture=capture)
     return found
 
 
@@ -144,7 +155,7 @@ def az_commands(script: str, directory: Path) -> list[list[str]]:
     shim_dir = directory / "bin"
     shim_dir.mkdir()
     shim = shim_dir / "az"
-    shim.write_text(_SHIM.format(python=sys.executable))
+    shim.write_text(_SHIM.format(python=sys.executable, capture_principal=CAPTURE_PRINCIPAL_ID))
     shim.chmod(0o755)
     (directory / "provision.sh").write_text(script)
     commands_file = directory / "commands.jsonl"
@@ -193,13 +204,15 @@ def az_resources(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         )
         body = json.loads(text.replace(RECORDED_SUBSCRIPTION, SUBSCRIPTION_ID))
         kind = _kind(path)
+        capture = path.startswith(STORAGE)
         if kind == "Microsoft.Authorization/roleAssignments":
-            assert body["properties"]["principalId"] == PRINCIPAL_ID, command
+            expected = CAPTURE_PRINCIPAL_ID if capture else PRINCIPAL_ID
+            assert body["properties"]["principalId"] == expected, command
             path = _role_key(path, body)
         if kind == "Microsoft.Insights/diagnosticSettings":
             assert put["body"]["properties"]["workspaceId"] == WORKSPACE_ID, command
         assert path not in found, f"{path} written twice"
-        found[path] = _normalized(body, kind)
+        found[path] = _normalized(body, kind, capture=capture)
     return found
 
 

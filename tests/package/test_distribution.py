@@ -61,6 +61,8 @@ def test_the_wheel_holds_the_library_and_its_parts_under_one_top_level_name(dist
         "replication/emulator/_cli.py",
         "replication/audit/__main__.py",
         "replication/audit/dedup_audit.py",
+        "replication/audit/jobs/databricks-job.json",
+        "replication/audit/jobs/synapse-job-definition.json",
         "replication/examples/two-region-all-active.json",
         "replication/examples/user_transforms.py",
         "replication/infra/main.bicep",

@@ -64,7 +64,7 @@ def _rows(frame: Any) -> dict[str, Any]:
 def test_capture_records_get_ids_times_and_string_properties(spark: Any, tmp_path: Path) -> None:
     write_capture(tmp_path / "weu", EVENTS)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-    rows = _rows(read_region(spark, "weu", str(tmp_path / "weu"), "capture"))
+    rows = _rows(read_region(spark, "weu", [str(tmp_path / "weu" / "0.avro")], "capture"))
     assert sorted(rows) == ["4099@weu", "m1", "m2"]
     assert rows["m1"]["enqueued_time_utc"].strftime("%H:%M:%S") == "16:44:11"
     assert rows["m2"]["properties"]["count"] == "3"
@@ -74,7 +74,7 @@ def test_capture_records_get_ids_times_and_string_properties(spark: Any, tmp_pat
 
 def test_fastavro_fallback_decodes_on_the_executors(spark: Any, tmp_path: Path) -> None:
     write_capture(tmp_path / "weu", EVENTS)
-    decoded = _capture_with_fastavro(spark, str(tmp_path / "weu")).collect()
+    decoded = _capture_with_fastavro(spark, [str(tmp_path / "weu" / "0.avro")]).collect()
     assert sorted(r["Offset"] for r in decoded) == ["4097", "4098", "4099"]
     assert {r["MessageIdSystem"] for r in decoded} == {"m1", None}
     assert next(r for r in decoded if r["Offset"] == "4098")["Properties"]["count"] == "3"

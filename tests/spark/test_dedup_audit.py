@@ -96,12 +96,19 @@ def test_report_has_exact_answers_for_every_key(spark: Any, tmp_path: Path) -> N
     assert report["total_records"] == 19
     assert report["unique_messages"] == 6
     assert report["duplicate_records"] == 13
+    # All-active: every first copy outside the origin is a replica the topology sends; the only
+    # unexpected duplicates are the two in-region ones (m5 in weu, m2 in eus).
+    assert report["expected_replicas"] == 11
+    assert report["unexpected_duplicates"] == 2
     assert report["invalid_records"] == 1
     assert report["regions"] == {
-        "weu": {"records": 7, "unique_messages": 6, "in_region_duplicates": 1, "missing": 0},
-        "neu": {"records": 5, "unique_messages": 5, "in_region_duplicates": 0, "missing": 1},
-        "eus": {"records": 7, "unique_messages": 6, "in_region_duplicates": 1, "missing": 0},
-    }
+        "weu": {"records": 7, "unique_messages": 6, "expected_replicas": 3,
+                "in_region_duplicates": 1, "unexpected_duplicates": 1, "missing": 0},
+        "neu": {"records": 5, "unique_messages": 5, "expected_replicas": 3,
+                "in_region_duplicates": 0, "unexpected_duplicates": 0, "missing": 1},
+        "eus": {"records": 7, "unique_messages": 6, "expected_replicas": 5,
+                "in_region_duplicates": 1, "unexpected_duplicates": 1, "missing": 0},
+    }  # fmt: skip
     assert report["missing_total"] == 1
     assert report["loops"] == 1
     assert report["clock_skew_suspects"] == 1
@@ -115,8 +122,9 @@ def test_report_has_exact_answers_for_every_key(spark: Any, tmp_path: Path) -> N
         "weu->neu": {"count": 2, "p50": 1.0, "p95": 1.0, "p99": 1.0, "max": 1.0},
     }
     assert set(report) == {
-        "total_records", "unique_messages", "duplicate_records", "regions", "missing_total",
-        "loops", "lag_seconds", "clock_skew_suspects", "late_records", "invalid_records",
+        "total_records", "unique_messages", "duplicate_records", "expected_replicas",
+        "unexpected_duplicates", "regions", "missing_total", "loops", "lag_seconds",
+        "clock_skew_suspects", "late_records", "invalid_records",
     }  # fmt: skip
 
 
@@ -234,6 +242,15 @@ def test_a_parquet_time_that_is_not_a_timestamp_is_an_invalid_record(
 def test_missing_follows_expected_pairs(spark: Any, tmp_path: Path) -> None:
     report = run(spark, tmp_path, "--expect", "weu:neu", "--expect", "neu:eus")
     assert {r: v["missing"] for r, v in report["regions"].items()} == {"weu": 0, "neu": 1, "eus": 0}
+    # Only weu->neu and neu->eus are replicated: a copy elsewhere is one nobody sent there.
+    assert {r: v["expected_replicas"] for r, v in report["regions"].items()} == {
+        "weu": 0, "neu": 2, "eus": 2,
+    }  # fmt: skip
+    assert {r: v["unexpected_duplicates"] for r, v in report["regions"].items()} == {
+        "weu": 4, "neu": 1, "eus": 4,
+    }  # fmt: skip
+    assert (report["expected_replicas"], report["unexpected_duplicates"]) == (4, 9)
+    assert report["expected_replicas"] + report["unexpected_duplicates"] == 13
     only_eus = run(spark, tmp_path / "second", "--expect", "eus:weu")
     assert only_eus["missing_total"] == 0
 

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import selectors
+import signal
 import subprocess
 import sys
 import tempfile
@@ -120,6 +121,16 @@ class EmulatorProcess:
         if self._process is not None:
             _end(self._process, kill=False)
 
+    def pause(self) -> None:
+        """SIGSTOP: the namespaces hang (connections stay open, nothing answers)."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT: they answer again."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGCONT)
+
 
 def _spawn(
     python: str | os.PathLike[str], arguments: list[str], log: IO[bytes]
@@ -135,6 +146,7 @@ def _spawn(
 
 def _end(process: subprocess.Popen[bytes], *, kill: bool) -> None:
     if process.poll() is None:
+        process.send_signal(signal.SIGCONT)  # a paused process would not see SIGTERM
         if kill:
             process.kill()
         else:

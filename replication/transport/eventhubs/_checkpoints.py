@@ -20,13 +20,14 @@ Checkpoints go to the container ``REPLICATION_CHECKPOINT_CONTAINER`` (default
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import AzureError, ResourceExistsError
 
 from replication.exceptions import ConfigurationError
 from replication.settings import CONTAINER_SETTING, DEFAULT_CONTAINER, STORAGE_SETTING, Settings
 from replication.transport.connections import prefixed_credential
+from replication.transport.deadlines import blob_timeouts
 
 if TYPE_CHECKING:
     # Imported where a store is configured: the blob SDKs take about 0.2 s of CPU to import,
@@ -42,13 +43,15 @@ logger = logging.getLogger(__name__)
 API_VERSION = "2019-07-07"
 
 
-def _container_client(settings: Settings, container: str) -> ContainerClient | None:
+def _container_client(
+    settings: Settings, container: str, options: dict[str, Any]
+) -> ContainerClient | None:
     storage = settings.storage
     connection = storage.secret()
     if connection:
         try:
             return _blob_sdk().from_connection_string(
-                connection, container, api_version=API_VERSION
+                connection, container, api_version=API_VERSION, **options
             )
         except ValueError as error:
             raise ConfigurationError(
@@ -61,7 +64,9 @@ def _container_client(settings: Settings, container: str) -> ContainerClient | N
     if not account_url:
         return None
     credential = prefixed_credential(storage)
-    return _blob_sdk()(account_url, container, credential=credential, api_version=API_VERSION)
+    return _blob_sdk()(
+        account_url, container, credential=credential, api_version=API_VERSION, **options
+    )
 
 
 def _blob_sdk() -> type[ContainerClient]:
@@ -71,10 +76,17 @@ def _blob_sdk() -> type[ContainerClient]:
     return ContainerClient
 
 
-def checkpoint_store(settings: Settings) -> BlobCheckpointStore | None:
-    """The checkpoint store the settings describe, its container created; None without one."""
+def checkpoint_store(
+    settings: Settings, *, timeout: float | None = None
+) -> BlobCheckpointStore | None:
+    """The checkpoint store the settings describe, its container created; None without one.
+    With ``timeout``, each of its calls is bounded by it
+    (:func:`~replication.transport.deadlines.blob_timeouts`; the operator commands' reads);
+    without, the storage SDK's defaults (the local host's checkpoint writes)."""
     container = settings.checkpoint_container
-    client = _container_client(settings, container)
+    client = _container_client(
+        settings, container, {} if timeout is None else blob_timeouts(timeout)
+    )
     if client is None:
         return None
     try:

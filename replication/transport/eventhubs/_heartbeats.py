@@ -31,6 +31,7 @@ from replication.runtime import TaskStatus
 from replication.settings import Settings
 from replication.topology import HEARTBEAT_READER, HEARTBEAT_STATUS_GROUP, NamespaceSpec
 from replication.transport.connections import event_hub_client
+from replication.transport.deadlines import progress
 
 from .._common import body_bytes
 from ._receiving import receive_until_stopped
@@ -110,6 +111,7 @@ def read_latest_heartbeats(
         ) as client:
             partitions = client.get_partition_ids()
         for partition in partitions:
+            progress()  # a partition read: the next one gets a deadline of its own
             for read in reader.read_since(partition, since):
                 heartbeat = parse_heartbeat(_body(read.event))
                 if heartbeat is None or heartbeat.origin == namespace.name:

@@ -8,21 +8,28 @@
   journal);
 - ``_event_hubs``: partition readers with the application's checkpoint store (a translated start
   time where a partition has no checkpoint), and the removal of stale checkpoints.
+
+Every SDK call here has a deadline (:mod:`replication.transport.deadlines`): the channels' and
+readers' ``call_timeout`` (10 s), the store's ``timeout`` (10 s, with the storage SDK's own
+options); past it a call counts as unreachable, never as a hang.
 """
 
 from ._blobs import (
     CONTAINER_SETTING,
     DEFAULT_CONTAINER,
+    DEFAULT_STORE_TIMEOUT,
     LEASE_SECONDS,
     STORAGE_SETTINGS,
     BindingLease,
     BlobFailoverStore,
     FailoverStoreError,
     SwitchInProgressError,
+    blob_client_options,
     failover_store_from_settings,
 )
 from ._channels import (
     CLIENT_RETRIES,
+    DEFAULT_CALL_SECONDS,
     AsyncEventHubPublishChannel,
     AsyncServiceBusConsumeChannel,
     AsyncServiceBusPublishChannel,
@@ -52,7 +59,9 @@ from ._event_hubs import (
 __all__ = [
     "CLIENT_RETRIES",
     "CONTAINER_SETTING",
+    "DEFAULT_CALL_SECONDS",
     "DEFAULT_CONTAINER",
+    "DEFAULT_STORE_TIMEOUT",
     "LEASE_SECONDS",
     "STORAGE_SETTINGS",
     "AsyncEventHubPublishChannel",
@@ -73,6 +82,7 @@ __all__ = [
     "ServiceBusConsumeChannel",
     "ServiceBusPublishChannel",
     "SwitchInProgressError",
+    "blob_client_options",
     "checkpoint_store",
     "clear_checkpoints",
     "ensure_message_id",

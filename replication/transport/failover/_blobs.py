@@ -16,8 +16,13 @@ One container (default ``replication-failover``) holds, per application:
   of the next generation and the old journal deleted. A reader takes the snapshot and the
   journal of its generation, so a compaction cut short by a crash loses nothing.
 
-Requests carry short timeouts and one retry (:data:`CLIENT_OPTIONS`): a client asking which
-namespace to use must not hang on an unreachable store; it keeps its last namespace instead.
+**Deadlines.** Each store call is bounded by ``timeout`` (default :data:`DEFAULT_STORE_TIMEOUT`,
+10 s; ``from_connection_string(..., timeout=)``, the commands' ``--call-timeout``) with the storage
+SDK's own options (:func:`blob_client_options`): two attempts (one retry, at once), each with a
+connect and a read timeout of a quarter of it, so a store that does not answer (frozen, or its
+packets dropped) fails the call with :class:`FailoverStoreError` after about ``timeout``; no
+call hangs. The clients read the bindings off their hot path (see
+:mod:`replication.failover._follower`), so a sick store costs them staleness, not time.
 
 Settings (:func:`failover_store_from_settings`): ``REPLICATION_FAILOVER_STORAGE``, else
 ``AzureWebJobsStorage`` (connection string, ``UseDevelopmentStorage=true`` for Azurite, or the
@@ -32,6 +37,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 from azure.core import MatchConditions
@@ -43,7 +49,7 @@ from azure.core.exceptions import (
     ResourceNotFoundError,
     ResourceNotModifiedError,
 )
-from azure.storage.blob import BlobClient, BlobLeaseClient, ContainerClient, LinearRetry
+from azure.storage.blob import BlobClient, BlobLeaseClient, ContainerClient
 
 from replication.exceptions import (
     ConfigurationError,
@@ -54,6 +60,7 @@ from replication.runtime import describe
 from replication.settings import Connection
 
 from ..connections import prefixed_credential
+from ..deadlines import blob_timeouts, seconds
 from ..eventhubs import API_VERSION, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
@@ -64,35 +71,46 @@ DEFAULT_CONTAINER = "replication-failover"
 LEASE_SECONDS = 60
 RENEW_SECONDS = 20
 
-CLIENT_OPTIONS: dict[str, Any] = {
-    # One retry after about a second (the storage SDK's default waits 15 s and more).
-    "retry_policy": LinearRetry(backoff=1, random_jitter_range=0, retry_total=1),
-    "connection_timeout": 3,
-    "read_timeout": 10,
-    "api_version": API_VERSION,
-}
+DEFAULT_STORE_TIMEOUT = 10.0
+"""Seconds one store call may take, its retry included (see the module docstring)."""
+
+
+def blob_client_options(timeout: float = DEFAULT_STORE_TIMEOUT) -> dict[str, Any]:
+    """The container client's options: each call bounded by ``timeout``
+    (:func:`~replication.transport.deadlines.blob_timeouts`)."""
+    return {**blob_timeouts(timeout), "api_version": API_VERSION}
 
 
 class BlobFailoverStore:
     """The binding documents and consumer states of one container (see the module docstring)."""
 
-    def __init__(self, container: ContainerClient) -> None:
+    def __init__(
+        self, container: ContainerClient, *, timeout: float = DEFAULT_STORE_TIMEOUT
+    ) -> None:
         self._container = container
+        self.timeout = timeout
+        """Seconds one call may take (what the container client was made with)."""
         self._created = False
         self._lock = threading.Lock()
 
     @classmethod
     def from_connection_string(
-        cls, connection_string: str, container: str = DEFAULT_CONTAINER
+        cls,
+        connection_string: str,
+        container: str = DEFAULT_CONTAINER,
+        *,
+        timeout: timedelta | float = DEFAULT_STORE_TIMEOUT,
     ) -> BlobFailoverStore:
-        """The store in ``container`` of the storage account of ``connection_string``."""
+        """The store in ``container`` of the storage account of ``connection_string``; each
+        call bounded by ``timeout`` (see the module docstring)."""
+        limit = seconds(timeout)
         try:
             client = ContainerClient.from_connection_string(
-                connection_string, container, **CLIENT_OPTIONS
+                connection_string, container, **blob_client_options(limit)
             )
         except ValueError as error:
             raise ConfigurationError(f"not a storage connection string: {error}") from None
-        return cls(client)
+        return cls(client, timeout=limit)
 
     @property
     def url(self) -> str:
@@ -132,6 +150,29 @@ class BlobFailoverStore:
             return None, None
         except AzureError as error:
             raise FailoverStoreError(f"{self.describe(app)}: {describe(error)}") from error
+
+    def binding_apps(self) -> list[str]:
+        """The applications with a binding document, sorted (none when the container does
+        not exist yet).
+
+        Raises:
+            FailoverStoreError: the store cannot be reached.
+        """
+        try:
+            names = self._container.list_blobs(name_starts_with="bindings/")
+            return sorted(
+                name.name.removeprefix("bindings/").removesuffix(".json")
+                for name in names
+                if name.name.endswith(".json")
+            )
+        except ResourceNotFoundError:
+            return []
+        except AzureError as error:
+            raise FailoverStoreError(f"{self.container}/bindings: {describe(error)}") from error
+
+    @property
+    def container(self) -> str:
+        return str(self._container.container_name)
 
     @contextlib.contextmanager
     def switch_lease(self, app: str, *, holder: str) -> Iterator[BindingLease]:
@@ -303,14 +344,20 @@ class BindingLease:
             logger.warning("lease of %s not released: %s", self._blob.blob_name, describe(error))
 
 
-def failover_store_from_settings(environ: Mapping[str, str]) -> BlobFailoverStore | None:
-    """The store the settings name (see the module docstring); None when none is set."""
+def failover_store_from_settings(
+    environ: Mapping[str, str], *, timeout: timedelta | float = DEFAULT_STORE_TIMEOUT
+) -> BlobFailoverStore | None:
+    """The store the settings name (see the module docstring), each call bounded by
+    ``timeout``; None when none is set."""
     container = environ.get(CONTAINER_SETTING, DEFAULT_CONTAINER)
+    limit = seconds(timeout)
     for setting in STORAGE_SETTINGS:
         connection = environ.get(setting)
         if connection:
             try:
-                return BlobFailoverStore.from_connection_string(connection, container)
+                return BlobFailoverStore.from_connection_string(
+                    connection, container, timeout=limit
+                )
             except ConfigurationError as error:
                 raise ConfigurationError(error.detail, source=setting) from None
     account_url = environ.get(f"{STORAGE_SETTING}__blobServiceUri")
@@ -321,7 +368,10 @@ def failover_store_from_settings(environ: Mapping[str, str]) -> BlobFailoverStor
         return None
     credential = prefixed_credential(Connection.read(STORAGE_SETTING, environ))
     return BlobFailoverStore(
-        ContainerClient(account_url, container, credential=credential, **CLIENT_OPTIONS)
+        ContainerClient(
+            account_url, container, credential=credential, **blob_client_options(limit)
+        ),
+        timeout=limit,
     )
 
 
@@ -340,11 +390,13 @@ def _journal_name(client: str, generation: int) -> str:
 __all__ = [
     "CONTAINER_SETTING",
     "DEFAULT_CONTAINER",
+    "DEFAULT_STORE_TIMEOUT",
     "LEASE_SECONDS",
     "STORAGE_SETTINGS",
     "BindingLease",
     "BlobFailoverStore",
     "FailoverStoreError",
     "SwitchInProgressError",
+    "blob_client_options",
     "failover_store_from_settings",
 ]

@@ -18,10 +18,23 @@ talking, each bound to one namespace and entity:
 The SDK clients retry once by themselves (:data:`CLIENT_RETRIES`): riding out an outage, and
 deciding when to give up on a namespace, is the publisher's unavailability window, which an SDK
 retrying for half a minute per call would overrun.
+
+**Deadlines.** Every SDK call of a sync channel runs on the channel's
+:class:`~replication.transport.deadlines.CallLane` and is waited for at most its deadline: a send
+its ``timeout`` (also given to the SDK, which reports first on an open link), a receive its
+``max_wait_time`` plus the channel's ``call_timeout`` (the link may have to open first), a
+settlement or a close ``call_timeout`` (default
+:data:`~replication.transport.deadlines.DEFAULT_CALL_TIMEOUT`, 10 s). An asyncio channel awaits
+each call within the same deadlines (:func:`~replication.transport.deadlines.within`). A call past
+its deadline raises :class:`~replication.exceptions.CallTimeoutError` (a send: a
+:class:`~replication.exceptions.TransientForwardError` carrying it) and leaves the channel
+:attr:`broken`: every later call fails at once, and its owner makes a new channel (the old
+client is closed when the overdue call returns).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
@@ -35,10 +48,11 @@ from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import MessageSizeExceededError
 
 from replication.envelope import PropertyValue
-from replication.exceptions import ForwardError, PermanentForwardError
+from replication.exceptions import CallTimeoutError, ForwardError, PermanentForwardError
 
 from .._properties import decode_properties
 from ..connections import NamespaceAccess, event_hub_client_from, servicebus_client_from
+from ..deadlines import DEFAULT_CALL_TIMEOUT, SDK_GRACE, CallLane, progress, within
 from ..errors import translate
 from ..servicebus import entity_receiver
 
@@ -46,7 +60,10 @@ CLIENT_RETRIES: dict[str, Any] = {"retry_total": 1, "retry_backoff_factor": 0.2}
 """One quick SDK retry (a dropped connection is re-opened at once); longer outages are the
 failover publisher's business."""
 
+DEFAULT_CALL_SECONDS = DEFAULT_CALL_TIMEOUT.total_seconds()
+
 Message = TypeVar("Message")
+Result = TypeVar("Result")
 
 OutgoingMessage = ServiceBusMessage | EventData
 """What a failover publisher sends: the application's own SDK messages."""
@@ -198,13 +215,16 @@ def send_in_batches(
     send: Callable[[Any], None],
     overflow: type[Exception],
     label: str,
+    acknowledged: set[int] | None = None,
 ) -> None:
-    """Send ``messages`` in order in as few batches as fit.
+    """Send ``messages`` in order in as few batches as fit; ``acknowledged`` (when given)
+    collects the positions accepted so far, also for a caller that stopped waiting. Each batch
+    sent counts as :func:`~replication.transport.deadlines.progress` of a call on a lane.
 
     Raises:
         ForwardError: translated from the SDK's error, with the positions already accepted.
     """
-    acknowledged: set[int] = set()
+    acknowledged = set() if acknowledged is None else acknowledged
     try:
         plan = _plan(messages, add, overflow, label, acknowledged)
         request = next(plan)
@@ -214,6 +234,7 @@ def send_in_batches(
             else:
                 send(request[0])
                 acknowledged.update(request[1])
+                progress()
                 request = next(plan)
     except StopIteration:
         return
@@ -228,11 +249,11 @@ async def send_in_batches_async(
     *,
     new_batch: Callable[[], Awaitable[Any]],
     add: Callable[[Any, Message], None],
-    send: Callable[[Any], Awaitable[None]],
+    send: Callable[[Any], Awaitable[object]],
     overflow: type[Exception],
     label: str,
 ) -> None:
-    """:func:`send_in_batches` with the asyncio clients."""
+    """:func:`send_in_batches` with the asyncio clients (each call bounded by its caller)."""
     acknowledged: set[int] = set()
     try:
         plan = _plan(messages, add, overflow, label, acknowledged)
@@ -257,13 +278,99 @@ def _no_partition_key(partition_key: str | None) -> None:
         raise ValueError("a Service Bus message carries its partition key: set it on the message")
 
 
+class _Lane:
+    """The calls of one sync channel: on one :class:`CallLane`, broken once one overran."""
+
+    def __init__(self, label: str, endpoint: str, call_timeout: float) -> None:
+        self.label = label
+        self.call_timeout = call_timeout
+        self.broken = False
+        self._lane = CallLane(endpoint, name=f"sdk {label}")
+
+    def run(self, call: Callable[[], Result], *, timeout: float, what: str) -> Result:
+        if self.broken:
+            raise CallTimeoutError(
+                f"{self.label}: {what}: this connection was given up after a call got no answer"
+            )
+        try:
+            return self._lane.run(call, timeout=timeout, what=f"{self.label} {what}")
+        except CallTimeoutError:
+            self.broken = True
+            raise
+
+    def send(self, send: Callable[[set[int]], None], *, timeout: float) -> None:
+        """``send(acknowledged)`` on the lane; its failure translated with the positions it had
+        acknowledged (also when the lane stopped waiting for it)."""
+        acknowledged: set[int] = set()
+        try:
+            self.run(lambda: send(acknowledged), timeout=timeout, what="send")
+        except ForwardError:
+            raise
+        except Exception as error:
+            raise translate(
+                error, target=self.label, acknowledged=frozenset(acknowledged)
+            ) from error
+
+    def close(self, closer: Callable[[], object]) -> None:
+        """Close the client on the lane after whatever runs there; wait for it only while the
+        channel works."""
+        self._lane.retire(closer, wait=0.0 if self.broken else self.call_timeout)
+
+
+class _AsyncLane:
+    """The calls of one asyncio channel, each awaited within its deadline; broken once one
+    overran (the call was cancelled, the client's state is unknown)."""
+
+    def __init__(self, label: str, call_timeout: float) -> None:
+        self.label = label
+        self.call_timeout = call_timeout
+        self.broken = False
+
+    async def run(self, call: Awaitable[Result], *, timeout: float, what: str) -> Result:
+        if self.broken:
+            if hasattr(call, "close"):
+                call.close()  # a coroutine never awaited
+            raise CallTimeoutError(
+                f"{self.label}: {what}: this connection was given up after a call got no answer"
+            )
+        try:
+            return await within(call, timeout=timeout, what=f"{self.label} {what}")
+        except CallTimeoutError:
+            self.broken = True
+            raise
+
+    async def close(self, *closers: Callable[[], Awaitable[object]]) -> None:
+        for closer in closers:
+            with contextlib.suppress(Exception):
+                await within(closer(), timeout=self.call_timeout, what=f"{self.label} close")
+
+
+def _send_timeout(timeout: float | None, call_timeout: float) -> tuple[float, float]:
+    """(the SDK's timeout, the lane's deadline) of one send."""
+    sdk = call_timeout if timeout is None else timeout
+    return sdk, sdk + SDK_GRACE
+
+
 class ServiceBusPublishChannel:
     """Sends the application's ``ServiceBusMessage`` objects to one queue or topic."""
 
-    def __init__(self, access: str | NamespaceAccess, entity: str, *, label: str) -> None:
+    def __init__(
+        self,
+        access: str | NamespaceAccess,
+        entity: str,
+        *,
+        label: str,
+        call_timeout: float = DEFAULT_CALL_SECONDS,
+    ) -> None:
         self.label = label
         self._client = servicebus_client(access, **CLIENT_RETRIES)
         self._sender = self._client.get_queue_sender(entity)
+        self._lane = _Lane(label, self._client.fully_qualified_namespace, call_timeout)
+
+    @property
+    def broken(self) -> bool:
+        """True once a call got no answer in time: make a new channel."""
+        return self._lane.broken
 
     def send(
         self,
@@ -273,33 +380,54 @@ class ServiceBusPublishChannel:
         partition_key: str | None = None,
     ) -> None:
         _no_partition_key(partition_key)
-        if len(messages) == 1:  # no batch to build: a third less time per message, measured
-            try:
-                self._sender.send_messages(messages[0], timeout=timeout)
-            except Exception as error:
-                raise translate(error, target=self.label) from error
-            return
-        send_in_batches(
-            messages,
-            new_batch=self._sender.create_message_batch,
-            add=lambda batch, message: batch.add_message(message),
-            send=lambda batch: self._sender.send_messages(batch, timeout=timeout),
-            overflow=MessageSizeExceededError,
-            label=self.label,
-        )
+        sdk_timeout, deadline = _send_timeout(timeout, self._lane.call_timeout)
+
+        def send(acknowledged: set[int]) -> None:
+            if len(messages) == 1:  # no batch to build: a third less time per message, measured
+                self._sender.send_messages(messages[0], timeout=sdk_timeout)
+                return
+            send_in_batches(
+                messages,
+                new_batch=self._sender.create_message_batch,
+                add=lambda batch, message: batch.add_message(message),
+                send=lambda batch: self._sender.send_messages(batch, timeout=sdk_timeout),
+                overflow=MessageSizeExceededError,
+                label=self.label,
+                acknowledged=acknowledged,
+            )
+
+        self._lane.send(send, timeout=deadline)
 
     def close(self) -> None:
-        self._sender.close()
-        self._client.close()
+        def close() -> None:
+            try:
+                self._sender.close()
+            finally:
+                self._client.close()
+
+        self._lane.close(close)
 
 
 class AsyncServiceBusPublishChannel:
     """:class:`ServiceBusPublishChannel` with the asyncio client."""
 
-    def __init__(self, access: str | NamespaceAccess, entity: str, *, label: str) -> None:
+    def __init__(
+        self,
+        access: str | NamespaceAccess,
+        entity: str,
+        *,
+        label: str,
+        call_timeout: float = DEFAULT_CALL_SECONDS,
+    ) -> None:
         self.label = label
         self._client = async_servicebus_client(access, **CLIENT_RETRIES)
         self._sender = self._client.get_queue_sender(entity)
+        self._lane = _AsyncLane(label, call_timeout)
+
+    @property
+    def broken(self) -> bool:
+        """See :attr:`ServiceBusPublishChannel.broken`."""
+        return self._lane.broken
 
     async def send(
         self,
@@ -309,37 +437,50 @@ class AsyncServiceBusPublishChannel:
         partition_key: str | None = None,
     ) -> None:
         _no_partition_key(partition_key)
+        sdk_timeout, deadline = _send_timeout(timeout, self._lane.call_timeout)
+
+        def bounded(call: Awaitable[Result]) -> Awaitable[Result]:
+            return self._lane.run(call, timeout=deadline, what="send")
+
         if len(messages) == 1:  # see ServiceBusPublishChannel.send
             try:
-                await self._sender.send_messages(messages[0], timeout=timeout)
+                await bounded(self._sender.send_messages(messages[0], timeout=sdk_timeout))
             except Exception as error:
                 raise translate(error, target=self.label) from error
             return
-
-        async def send(batch: Any) -> None:
-            await self._sender.send_messages(batch, timeout=timeout)
-
         await send_in_batches_async(
             messages,
-            new_batch=self._sender.create_message_batch,
+            new_batch=lambda: bounded(self._sender.create_message_batch()),
             add=lambda batch, message: batch.add_message(message),
-            send=send,
+            send=lambda batch: bounded(self._sender.send_messages(batch, timeout=sdk_timeout)),
             overflow=MessageSizeExceededError,
             label=self.label,
         )
 
     async def close(self) -> None:
-        await self._sender.close()
-        await self._client.close()
+        await self._lane.close(self._sender.close, self._client.close)
 
 
 class EventHubPublishChannel:
     """Sends the application's ``EventData`` to one event hub, all with one partition key
     (None: the service spreads them)."""
 
-    def __init__(self, access: str | NamespaceAccess, hub: str, *, label: str) -> None:
+    def __init__(
+        self,
+        access: str | NamespaceAccess,
+        hub: str,
+        *,
+        label: str,
+        call_timeout: float = DEFAULT_CALL_SECONDS,
+    ) -> None:
         self.label = label
         self._producer = event_hub_client(EventHubProducerClient, access, hub, **CLIENT_RETRIES)
+        self._lane = _Lane(label, endpoint_of(self._producer), call_timeout)
+
+    @property
+    def broken(self) -> bool:
+        """See :attr:`ServiceBusPublishChannel.broken`."""
+        return self._lane.broken
 
     def send(
         self,
@@ -348,28 +489,47 @@ class EventHubPublishChannel:
         timeout: float | None,
         partition_key: str | None = None,
     ) -> None:
-        send_in_batches(
-            messages,
-            new_batch=lambda: self._producer.create_batch(partition_key=partition_key),
-            add=lambda batch, event: batch.add(event),
-            send=lambda batch: self._producer.send_batch(batch, timeout=timeout),
-            # EventDataBatch.add reports "too large for the batch" as ValueError.
-            overflow=ValueError,
-            label=self.label,
-        )
+        sdk_timeout, deadline = _send_timeout(timeout, self._lane.call_timeout)
+
+        def send(acknowledged: set[int]) -> None:
+            send_in_batches(
+                messages,
+                new_batch=lambda: self._producer.create_batch(partition_key=partition_key),
+                add=lambda batch, event: batch.add(event),
+                send=lambda batch: self._producer.send_batch(batch, timeout=sdk_timeout),
+                # EventDataBatch.add reports "too large for the batch" as ValueError.
+                overflow=ValueError,
+                label=self.label,
+                acknowledged=acknowledged,
+            )
+
+        self._lane.send(send, timeout=deadline)
 
     def close(self) -> None:
-        self._producer.close()
+        self._lane.close(self._producer.close)
 
 
 class AsyncEventHubPublishChannel:
     """:class:`EventHubPublishChannel` with the asyncio client."""
 
-    def __init__(self, access: str | NamespaceAccess, hub: str, *, label: str) -> None:
+    def __init__(
+        self,
+        access: str | NamespaceAccess,
+        hub: str,
+        *,
+        label: str,
+        call_timeout: float = DEFAULT_CALL_SECONDS,
+    ) -> None:
         self.label = label
         self._producer = event_hub_client(
             AsyncEventHubProducerClient, access, hub, **CLIENT_RETRIES
         )
+        self._lane = _AsyncLane(label, call_timeout)
+
+    @property
+    def broken(self) -> bool:
+        """See :attr:`ServiceBusPublishChannel.broken`."""
+        return self._lane.broken
 
     async def send(
         self,
@@ -378,20 +538,22 @@ class AsyncEventHubPublishChannel:
         timeout: float | None,
         partition_key: str | None = None,
     ) -> None:
-        async def send(batch: Any) -> None:
-            await self._producer.send_batch(batch, timeout=timeout)
+        sdk_timeout, deadline = _send_timeout(timeout, self._lane.call_timeout)
+
+        def bounded(call: Awaitable[Result]) -> Awaitable[Result]:
+            return self._lane.run(call, timeout=deadline, what="send")
 
         await send_in_batches_async(
             messages,
-            new_batch=lambda: self._producer.create_batch(partition_key=partition_key),
+            new_batch=lambda: bounded(self._producer.create_batch(partition_key=partition_key)),
             add=lambda batch, event: batch.add(event),
-            send=send,
+            send=lambda batch: bounded(self._producer.send_batch(batch, timeout=sdk_timeout)),
             overflow=ValueError,
             label=self.label,
         )
 
     async def close(self) -> None:
-        await self._producer.close()
+        await self._lane.close(self._producer.close)
 
 
 class ServiceBusConsumeChannel:
@@ -404,35 +566,59 @@ class ServiceBusConsumeChannel:
         subscription: str | None,
         *,
         label: str,
+        call_timeout: float = DEFAULT_CALL_SECONDS,
     ) -> None:
         self.label = label
         self._opened = False
         self._client = servicebus_client(access, **CLIENT_RETRIES)
         self._receiver = entity_receiver(self._client, entity, subscription)
+        self._lane = _Lane(label, self._client.fully_qualified_namespace, call_timeout)
+
+    @property
+    def broken(self) -> bool:
+        """True once a call got no answer in time: make a new channel (the messages it handed
+        out can no longer be settled; their locks expire and the broker delivers them again)."""
+        return self._lane.broken
 
     def receive(
         self, max_message_count: int, max_wait_time: float
     ) -> list[ServiceBusReceivedMessage]:
-        if not self._opened:
-            # receive_messages counts opening the link against max_wait_time; a short wait
-            # would never get a link open on a slow connection. Entering opens it first.
-            self._receiver.__enter__()
-            self._opened = True
-        return self._receiver.receive_messages(
-            max_message_count=max_message_count, max_wait_time=max_wait_time
+        def receive() -> list[ServiceBusReceivedMessage]:
+            if not self._opened:
+                # receive_messages counts opening the link against max_wait_time; a short wait
+                # would never get a link open on a slow connection. Entering opens it first.
+                self._receiver.__enter__()
+                self._opened = True
+            return self._receiver.receive_messages(
+                max_message_count=max_message_count, max_wait_time=max_wait_time
+            )
+
+        return self._lane.run(
+            receive, timeout=max_wait_time + self._lane.call_timeout, what="receive"
         )
 
     def complete(self, message: ServiceBusReceivedMessage) -> None:
-        self._receiver.complete_message(message)
+        self._lane.run(
+            lambda: self._receiver.complete_message(message),
+            timeout=self._lane.call_timeout,
+            what="complete",
+        )
 
     def abandon(self, message: ServiceBusReceivedMessage) -> None:
-        self._receiver.abandon_message(message)
+        self._lane.run(
+            lambda: self._receiver.abandon_message(message),
+            timeout=self._lane.call_timeout,
+            what="abandon",
+        )
 
     def close(self) -> None:
-        try:
-            self._receiver.close()
-        finally:
-            self._client.close()
+        def close() -> None:
+            try:
+                self._receiver.close()
+            finally:
+                self._client.close()
+
+        self._lane.close(close)
 
 
 class AsyncServiceBusConsumeChannel:
@@ -445,6 +631,7 @@ class AsyncServiceBusConsumeChannel:
         subscription: str | None,
         *,
         label: str,
+        call_timeout: float = DEFAULT_CALL_SECONDS,
     ) -> None:
         self.label = label
         self._opened = False
@@ -455,32 +642,55 @@ class AsyncServiceBusConsumeChannel:
             self._receiver = self._client.get_subscription_receiver(
                 entity, subscription, prefetch_count=0
             )
+        self._lane = _AsyncLane(label, call_timeout)
+
+    @property
+    def broken(self) -> bool:
+        """See :attr:`ServiceBusConsumeChannel.broken`."""
+        return self._lane.broken
 
     async def receive(
         self, max_message_count: int, max_wait_time: float
     ) -> list[ServiceBusReceivedMessage]:
-        if not self._opened:
-            await self._receiver.__aenter__()  # see ServiceBusConsumeChannel.receive
-            self._opened = True
-        return await self._receiver.receive_messages(
-            max_message_count=max_message_count, max_wait_time=max_wait_time
+        async def receive() -> list[ServiceBusReceivedMessage]:
+            if not self._opened:
+                await self._receiver.__aenter__()  # see ServiceBusConsumeChannel.receive
+                self._opened = True
+            return await self._receiver.receive_messages(
+                max_message_count=max_message_count, max_wait_time=max_wait_time
+            )
+
+        return await self._lane.run(
+            receive(), timeout=max_wait_time + self._lane.call_timeout, what="receive"
         )
 
     async def complete(self, message: ServiceBusReceivedMessage) -> None:
-        await self._receiver.complete_message(message)
+        await self._lane.run(
+            self._receiver.complete_message(message),
+            timeout=self._lane.call_timeout,
+            what="complete",
+        )
 
     async def abandon(self, message: ServiceBusReceivedMessage) -> None:
-        await self._receiver.abandon_message(message)
+        await self._lane.run(
+            self._receiver.abandon_message(message),
+            timeout=self._lane.call_timeout,
+            what="abandon",
+        )
 
     async def close(self) -> None:
-        try:
-            await self._receiver.close()
-        finally:
-            await self._client.close()
+        await self._lane.close(self._receiver.close, self._client.close)
+
+
+def endpoint_of(client: Any) -> str:
+    """``host:port`` of an Event Hubs client (what the event processor keys checkpoints by
+    too), the key that groups calls to one namespace (:mod:`replication.transport.deadlines`)."""
+    return str(client._address.hostname)
 
 
 __all__ = [
     "CLIENT_RETRIES",
+    "DEFAULT_CALL_SECONDS",
     "AsyncEventHubPublishChannel",
     "AsyncServiceBusConsumeChannel",
     "AsyncServiceBusPublishChannel",
@@ -491,6 +701,7 @@ __all__ = [
     "ServiceBusConsumeChannel",
     "ServiceBusPublishChannel",
     "async_servicebus_client",
+    "endpoint_of",
     "ensure_message_id",
     "event_facts",
     "event_hub_client",

@@ -15,6 +15,11 @@
 
 Checkpoints are keyed by the client's host name, port included (what the SDK's event processor
 uses), so two namespaces never share positions.
+
+Deadlines (:mod:`replication.transport.deadlines`): reading the partition ids is bounded by
+``call_timeout``; closing the readers never waits longer than that for a namespace that stopped
+answering (their threads end when the SDK gives up); the checkpoint store's requests carry the
+failover store's timeouts (:func:`~replication.transport.failover._blobs.blob_client_options`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -35,8 +41,9 @@ from replication.exceptions import ConfigurationError
 from replication.runtime import describe
 
 from ..connections import NamespaceAccess
-from ..eventhubs import API_VERSION
-from ._channels import CLIENT_RETRIES, event_hub_client
+from ..deadlines import bounded
+from ._blobs import DEFAULT_STORE_TIMEOUT, blob_client_options
+from ._channels import CLIENT_RETRIES, DEFAULT_CALL_SECONDS, endpoint_of, event_hub_client
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +72,14 @@ BatchHandler = Callable[[str, list[EventData], LastEnqueued | None], EventData |
 """(partition, events, last enqueued) -> the event to checkpoint at, or None."""
 
 
-def checkpoint_store(connection_string: str, container: str) -> ConsumerCheckpoints:
-    """The SDK's blob checkpoint store on ``container`` (created when missing)."""
+def checkpoint_store(
+    connection_string: str, container: str, *, timeout: float = DEFAULT_STORE_TIMEOUT
+) -> ConsumerCheckpoints:
+    """The SDK's blob checkpoint store on ``container`` (created when missing); each request
+    bounded as the failover store's (``timeout``)."""
     try:
         client = ContainerClient.from_connection_string(
-            connection_string, container, api_version=API_VERSION
+            connection_string, container, **blob_client_options(timeout)
         )
     except ValueError as error:
         raise ConfigurationError(f"not a storage connection string: {error}") from None
@@ -101,10 +111,19 @@ def host_name(access: str | NamespaceAccess, hub: str, group: str) -> str:
         client.close()
 
 
-def partition_ids(access: str | NamespaceAccess, hub: str, group: str) -> list[str]:
-    """The partition ids of the event hub (raises the SDK's error when unreachable)."""
-    with _consumer(access, hub, group) as client:
-        return [str(p) for p in client.get_partition_ids()]
+def partition_ids(
+    access: str | NamespaceAccess, hub: str, group: str, *, timeout: float = DEFAULT_CALL_SECONDS
+) -> list[str]:
+    """The partition ids of the event hub (raises the SDK's error when unreachable, and
+    :class:`~replication.exceptions.CallTimeoutError` when no answer comes within ``timeout``).
+    """
+    client = _consumer(access, hub, group)
+
+    def read() -> list[str]:
+        with client:
+            return [str(p) for p in client.get_partition_ids()]
+
+    return bounded(read, endpoint=endpoint_of(client), timeout=timeout, what=f"{hub} partitions")
 
 
 class PartitionReaders:
@@ -122,13 +141,15 @@ class PartitionReaders:
         start: datetime | None = None,
         max_batch_size: int = 100,
         max_wait_time: float = 1.0,
+        call_timeout: float = DEFAULT_CALL_SECONDS,
     ) -> None:
         self._clients: list[Any] = []
         self._threads: list[threading.Thread] = []
         self.error: BaseException | None = None
         self._handler = handler
+        self._call_timeout = call_timeout
         self._start: int | str | datetime = "-1" if start is None else start
-        for partition in partition_ids(access, hub, group):
+        for partition in partition_ids(access, hub, group, timeout=call_timeout):
             client = _consumer(access, hub, group, checkpoint_store=checkpoints.store)
             thread = threading.Thread(
                 target=self._run,
@@ -170,13 +191,25 @@ class PartitionReaders:
         return self.error is None and all(thread.is_alive() for thread in self._threads)
 
     def close(self) -> None:
-        for client in self._clients:
-            try:
-                client.close()
-            except Exception as error:
-                logger.debug("closing a partition reader: %s", describe(error))
-        for thread in self._threads:
-            thread.join(timeout=10)
+        """Close every reader, waiting at most ``call_timeout`` in all: a client whose
+        namespace stopped answering cannot close before its call returns (the SDK holds the
+        socket), so it is left to close then, in a thread of its own."""
+        closers = [
+            threading.Thread(target=_close, args=(client,), name="close-reader", daemon=True)
+            for client in self._clients
+        ]
+        for closer in closers:
+            closer.start()
+        deadline = time.monotonic() + self._call_timeout
+        for thread in [*closers, *self._threads]:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def _close(client: Any) -> None:
+    try:
+        client.close()
+    except Exception as error:
+        logger.debug("closing a partition reader: %s", describe(error))
 
 
 def _last_enqueued(properties: dict[str, Any] | None) -> LastEnqueued | None:

@@ -32,6 +32,8 @@ from azure.servicebus import (
 
 from replication.topology import EntityRef
 
+from ..deadlines import progress
+
 PEEK_PAGE = 250
 """Messages asked for per peek by :func:`peek_pages`."""
 
@@ -113,7 +115,8 @@ def peek_pages(
 ) -> Iterator[list[ServiceBusReceivedMessage]]:
     """The messages of ``receiver``'s entity from sequence number ``start`` on, one page per
     peek, until a peek finds nothing or ``limit`` messages were returned (the pages never add up
-    to more). Peeking locks nothing and counts no delivery."""
+    to more). Peeking locks nothing and counts no delivery. Each page is
+    :func:`~replication.transport.deadlines.progress` of a call on a lane."""
     seen = 0
     while limit is None or seen < limit:
         count = page_size if limit is None else min(page_size, limit - seen)
@@ -122,6 +125,7 @@ def peek_pages(
             return
         seen += len(page)
         start = max(message.sequence_number or 0 for message in page) + 1
+        progress()
         yield page
 
 

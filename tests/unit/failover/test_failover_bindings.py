@@ -10,6 +10,7 @@ import pytest
 from replication.failover import MemoryFailoverStore, Role
 from replication.failover._bindings import (
     BindingDocumentError,
+    RestorePoint,
     SwitchKind,
     SwitchRecord,
     new_document,
@@ -42,6 +43,7 @@ def follower(
         namespaces=NAMES,
         poll_interval=timedelta(seconds=5),
         clock=ticks,
+        background=False,  # the fake clock decides when a read is due
     )
 
 
@@ -198,3 +200,73 @@ def test_a_success_resets_the_window() -> None:
     core.succeeded("primary")
     ticks.now = 12
     assert core.failed("primary", ConnectionError()) is None
+
+
+def test_a_switch_record_keeps_its_restore_point_and_restoring_puts_back_the_exact_rule() -> None:
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+    found = new_document("app", NAMES, "primary")
+    assert found.restore_point(None, "orders") == RestorePoint()  # no exact rule
+    record = SwitchRecord(
+        id="s1",
+        kind=SwitchKind.PLANNED,
+        source="primary",
+        target="secondary",
+        entity="orders",
+        phase="publishers moved",
+        started_at=started,
+        by="test",
+        restore=found.restore_point(None, "orders"),
+    )
+    moved = found.bound(
+        instance=None, entity="orders", publish="secondary", default="primary"
+    ).with_switch(record)
+    assert parse_bindings(render_bindings(moved), source="b").switch == record
+    assert moved.resolve(None, "orders", Role.PUBLISH) == "secondary"
+    back = moved.restored(None, "orders", record.restore or RestorePoint())
+    assert back.bindings == found.bindings  # the exact rule removed again, as found
+    pinned = RestorePoint(publish="primary", consume="secondary")
+    assert moved.restored(None, "orders", pinned).resolve(None, "orders", Role.CONSUME) == (
+        "secondary"
+    )
+    with pytest.raises(ValueError, match="both publish and consume, or neither"):
+        RestorePoint(publish="primary")
+
+
+def test_binding_to_a_namespace_the_document_does_not_list_adds_it() -> None:
+    document = new_document("app", ["primary"], "primary").bound(
+        instance=None, entity=None, publish="secondary", default="primary"
+    )
+    assert document.namespaces == ["primary", "secondary"]
+    assert parse_bindings(render_bindings(document), source="b") == document
+
+
+def test_the_window_counts_from_the_start_of_the_first_failed_attempt() -> None:
+    """Issue 36, finding 6: an attempt that hangs for a call deadline before it fails has
+    used the window already."""
+    ticks = Ticks()
+    core = PublisherCore(
+        follower(None, ticks), unavailability_window=timedelta(seconds=3), clock=ticks
+    )
+    ticks.now = 10.0  # the first attempt began at 0 and got no answer for 10 s
+    assert core.failed("primary", TimeoutError(), started=0.0) == "secondary"
+    ticks.now = 20.0
+    core.succeeded("secondary")
+    ticks.now = 21.0  # an attempt begun before that success does not reach back past it
+    assert core.failed("secondary", TimeoutError(), started=15.0) is None
+
+
+def test_a_store_readable_again_clears_the_problem_though_the_document_did_not_change() -> None:
+    """Found with issue 36's frozen store: an unchanged document (a 304) after an outage used
+    to leave ``problem`` saying the store was unreachable."""
+    store, ticks = MemoryFailoverStore(), Ticks()
+    client = follower(store, ticks)
+    store.put_bindings("app", render_bindings(new_document("app", NAMES, "secondary")))
+    assert client.namespace() == "secondary"
+    store.unavailable = True
+    ticks.now += 5
+    assert client.namespace() == "secondary"
+    assert "unreachable" in (client.problem or "")
+    store.unavailable = False
+    ticks.now += 5
+    assert client.namespace() == "secondary"
+    assert client.problem is None

@@ -1,0 +1,44 @@
+"""Service Bus capture: what a region's topic held, written where the duplicate audit reads it.
+
+Service Bus has no capture feature (Event Hubs has Capture, which writes Avro the audit reads
+as ``--format capture``). This package is the storage half of a Service Bus capture: a batch
+received from a capture subscription (one that takes everything the topic holds) is written in
+the audit's JSON-lines record format (``--format json``, spark/README.md "Input"), one file per
+hour of enqueue time and batch, under ``{region}/{yyyy}/{MM}/{dd}/{HH}/{batch}.jsonl``, the
+time-partitioned layout the audit's ``--since`` / ``--until`` select by. :meth:`CaptureWriter.write`
+returns only once every file of the batch is durable, so a caller that settles the batch after
+it returns loses nothing: a failed or interrupted write leaves the batch unsettled and it is
+delivered again.
+
+**Retries write no second copy of the same batch.** A file's name is a digest of the copies it
+holds (MessageId, sequence number, enqueue time), so a batch delivered again with the same
+messages rewrites the same files with the same bytes. Service Bus may regroup a redelivered
+batch, though (other messages join it, or it arrives split): then a message can be in two files.
+The audit tells such a capture duplicate from a replication duplicate: both copies have the
+same sequence number and enqueue time in the same region (``duplicates/`` lists the copy with
+the first copy's sequence number), where a replica sent twice is enqueued twice, with two
+sequence numbers. Either counts in the report's ``unexpected_duplicates``.
+
+Stores: :class:`FolderStore` (a local or mounted folder: write to a temporary file, fsync,
+rename) and ``replication.transport.capture.BlobCaptureStore`` (Azure Blob Storage or Azurite:
+one Put Blob per file, committed whole or not at all).
+
+Not done yet (issue 38): the capture as a task kind of the runtime (the Function app and the
+local host), its subscription and storage in the topology, Bicep and the az CLI, and the demo
+reading it instead of its own drain.
+"""
+
+from __future__ import annotations
+
+from ._format import batch_name, capture_line, capture_record, partition_path
+from ._writer import CaptureStore, CaptureWriter, FolderStore
+
+__all__ = [
+    "CaptureStore",
+    "CaptureWriter",
+    "FolderStore",
+    "batch_name",
+    "capture_line",
+    "capture_record",
+    "partition_path",
+]

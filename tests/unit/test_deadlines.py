@@ -1,0 +1,155 @@
+"""Deadlines on blocking calls (``replication.transport.deadlines``), with calls that block on
+an event instead of a network: what a caller waits, what runs late, and what never runs.
+
+The waits are a few tenths of a second (the deadlines under test); nothing listens."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+
+import pytest
+
+from replication.exceptions import CallTimeoutError
+from replication.transport.deadlines import CallLane, blob_timeouts, bounded, progress, within
+
+SHORT = 0.2
+
+
+def endpoint() -> str:
+    return f"test-{uuid.uuid4().hex[:8]}:1"
+
+
+def test_a_call_returns_its_result_or_raises_its_error() -> None:
+    lane = CallLane(endpoint(), name="lane")
+    assert lane.run(lambda: 42, timeout=SHORT, what="answer") == 42
+
+    def fail() -> None:
+        raise KeyError("missing")
+
+    with pytest.raises(KeyError):
+        lane.run(fail, timeout=SHORT, what="fail")
+    lane.retire()
+
+
+def test_a_call_past_its_deadline_raises_and_goes_on_in_the_lane() -> None:
+    released, finished = threading.Event(), threading.Event()
+
+    def hang() -> None:
+        released.wait(5)
+        finished.set()
+
+    lane = CallLane(endpoint(), name="lane")
+    started = time.monotonic()
+    with pytest.raises(CallTimeoutError, match=r"no answer from .* within 0\.2 s"):
+        lane.run(hang, timeout=SHORT, what="hang")
+    assert time.monotonic() - started < SHORT + 1
+    assert lane.stuck
+    released.set()
+    assert finished.wait(5)
+    lane.retire()
+
+
+def test_a_call_whose_caller_gave_up_before_it_started_never_runs() -> None:
+    """A call queued behind a long one, whose caller stopped waiting, is not run afterwards
+    (a send nobody waits for any more must not go out late)."""
+    released = threading.Event()
+    ran: list[str] = []
+    lane = CallLane(endpoint(), name="lane")
+    long_call = threading.Thread(
+        target=lambda: lane.run(lambda: released.wait(5), timeout=10, what="long"), daemon=True
+    )
+    long_call.start()
+    time.sleep(SHORT / 2)  # the long call is running
+    with pytest.raises(CallTimeoutError, match="not started within"):
+        lane.run(lambda: ran.append("late"), timeout=SHORT, what="queued")
+    released.set()
+    long_call.join(5)
+    assert lane.run(lambda: "next", timeout=1, what="next") == "next"
+    assert ran == []
+    lane.retire()
+
+
+def test_an_overdue_call_holds_back_other_lanes_to_the_same_endpoint() -> None:
+    """At most one thread waits on a silent endpoint: a second client's call waits for the
+    overdue one (within its own deadline) instead of opening another connection."""
+    target, released = endpoint(), threading.Event()
+    first = CallLane(target, name="first")
+    with pytest.raises(CallTimeoutError):
+        first.run(lambda: released.wait(5), timeout=SHORT, what="hang")
+    ran: list[str] = []
+    second = CallLane(target, name="second")
+    with pytest.raises(CallTimeoutError, match="has not answered a call"):
+        second.run(lambda: ran.append("second"), timeout=SHORT, what="second")
+    assert ran == []
+    released.set()
+    assert second.run(lambda: "answered", timeout=1, what="after") == "answered"
+    first.retire()
+    second.retire()
+
+
+def test_progress_restarts_the_deadline() -> None:
+    def pages() -> int:
+        for _ in range(4):
+            time.sleep(SHORT * 0.6)
+            progress()
+        return 4
+
+    lane = CallLane(endpoint(), name="lane")
+    assert lane.run(pages, timeout=SHORT, what="pages") == 4  # 0.48 s in all, 0.12 s silences
+    lane.retire()
+
+
+def test_retire_closes_after_the_overdue_call_returns() -> None:
+    released, closed = threading.Event(), threading.Event()
+    lane = CallLane(endpoint(), name="lane")
+    with pytest.raises(CallTimeoutError):
+        lane.run(lambda: released.wait(5), timeout=SHORT, what="hang")
+    lane.retire(closed.set, wait=5)  # not waited for: the lane is stuck
+    assert not closed.is_set()
+    released.set()
+    assert closed.wait(5)
+
+
+def test_bounded_runs_a_one_off_call() -> None:
+    assert bounded(lambda: "ok", endpoint=endpoint(), timeout=SHORT, what="once") == "ok"
+    released = threading.Event()
+    with pytest.raises(CallTimeoutError):
+        bounded(lambda: released.wait(5), endpoint=endpoint(), timeout=SHORT, what="once")
+    released.set()
+
+
+def test_within_cancels_an_asyncio_call() -> None:
+    async def scenario() -> tuple[str, bool]:
+        cancelled = False
+
+        async def hang() -> None:
+            nonlocal cancelled
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                cancelled = True
+                raise
+
+        with pytest.raises(CallTimeoutError):
+            await within(hang(), timeout=SHORT, what="hang")
+
+        async def own_timeout() -> None:
+            raise TimeoutError("the SDK's own")
+
+        with pytest.raises(TimeoutError, match="the SDK's own") as raised:
+            await within(own_timeout(), timeout=1, what="own")
+        assert not isinstance(raised.value, CallTimeoutError)
+        return await within(asyncio.sleep(0, "done"), timeout=1, what="quick"), cancelled
+
+    assert asyncio.run(scenario()) == ("done", True)
+
+
+def test_blob_timeouts_keep_a_call_within_its_deadline() -> None:
+    options = blob_timeouts(10)
+    assert (options["connection_timeout"], options["read_timeout"]) == (2.5, 2.5)
+    assert options["retry_policy"].total_retries == 1
+    with pytest.raises(ValueError, match="positive"):
+        blob_timeouts(0)

@@ -356,12 +356,14 @@ def test_the_local_host_starts_without_what_only_other_topologies_or_commands_ne
     """Issue 37 (the local host's start-up): loading a Service Bus topology whose only rules are
     the patterns' own and building its host leave out the SQL parser (only a rule written in
     the file needs it), the transforms' registry (only a task with a transform), ``difflib``
-    (only a wrong name) and pydantic's attribute docstring extraction (only the schema)."""
+    (only a wrong name), ``asyncio`` (only a transform or an asyncio client) and pydantic's
+    attribute docstring extraction (only the schema)."""
     unneeded = (
         "replication.sql",
         "replication.transforms._registry",
         "replication.transforms._guard",
         "difflib",
+        "asyncio",
     )
     probe = STARTUP_PROBE % (str(EXAMPLE), unneeded)
     result = subprocess.run(

@@ -169,8 +169,7 @@ def run_servicebus_source(
                     limit=lock_renewal_seconds,
                     renewer=renewer,
                     overdue=overdue_after(runner.retry),
-                    what=f"{source.namespace}/{source.entity_path}: "
-                    f"a batch of {len(messages)} message(s)",
+                    what=f"{source.describe()}: a batch of {len(messages)} message(s)",
                 ):
                     outcome = _run_servicebus_batch(
                         receiver, messages, runner, source=source.entity_path
@@ -290,7 +289,7 @@ def _drain_session(
     lock_duration = max(
         1.0, remaining_lock([session.locked_until_utc] if session.locked_until_utc else [])
     )
-    order = SessionOrder(f"{source.namespace}/{source.entity_path}", session.session_id)
+    order = SessionOrder(source.describe(), session.session_id)
     while not stop.is_set():
         if (
             session.locked_until_utc
@@ -322,7 +321,7 @@ def _drain_session(
             limit=limit,
             renewer=renewer,
             overdue=overdue_after(runner.retry),
-            what=f"{source.namespace}/{source.entity_path}: a batch of {len(messages)} "
+            what=f"{source.describe()}: a batch of {len(messages)} "
             f"message(s) of session {session.session_id}",
         ):
             outcome = _run_servicebus_batch(receiver, messages, runner, source=source.entity_path)

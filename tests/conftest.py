@@ -38,8 +38,15 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 collect_ignore = ["host"]
+
+# No per-example deadline for property-based tests: Hypothesis's default (200 ms) is a timed
+# assertion, and on a loaded 2-core machine an example of a pure function took 292 ms. What a
+# property test checks is the property; how long the code takes is the benchmarks' business.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 SLOW_TIERS = ("package", "samples", "spark", "faults", "emulator", "tools", "docs")
 """The tiers named by a marker, in precedence order: the demo (``emulator`` and ``spark``) is

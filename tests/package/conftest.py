@@ -35,12 +35,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT = 900.0
+SETUP_TIMEOUT = 3 * INSTALL_TIMEOUT
+"""A test's limit, its share of the build and the installs included."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(Path(__file__).parent):
             item.add_marker(pytest.mark.package)
+            # pytest-timeout counts fixture setup: the first test of each process waits for the
+            # build and the two installs (minutes on a loaded machine), not only its own work.
+            item.add_marker(pytest.mark.timeout(SETUP_TIMEOUT))
 
 
 def clean_environ(

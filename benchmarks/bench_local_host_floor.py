@@ -216,12 +216,19 @@ def bare_servicebus(environ: Mapping[str, str]) -> None:
     """Receive, copy into a new ServiceBusMessage, send, complete; one thread per direction."""
     from azure.servicebus import ServiceBusClient
 
+    # BARE_PREFETCH_SETTING: the variant that receives as the local host does since issue 37
+    # (a prefetch of one batch, no keep-alive thread); else no prefetch.
+    prefetch = BATCH if environ.get(BARE_PREFETCH_SETTING) else 0
+    options: dict[str, Any] = {"keep_alive": 0} if prefetch else {}
+
     def direction(source: str, target: str) -> None:
         with (
-            ServiceBusClient.from_connection_string(environ[f"SB_{source.upper()}"]) as inbound,
+            ServiceBusClient.from_connection_string(
+                environ[f"SB_{source.upper()}"], **options
+            ) as inbound,
             ServiceBusClient.from_connection_string(environ[f"SB_{target.upper()}"]) as outbound,
             inbound.get_subscription_receiver(
-                "orders", "replication", max_wait_time=WAIT_SECONDS, prefetch_count=0
+                "orders", "replication", max_wait_time=WAIT_SECONDS, prefetch_count=prefetch
             ) as receiver,
             outbound.get_topic_sender("orders") as sender,
         ):
@@ -321,9 +328,16 @@ class Variant:
     environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
+BARE_PREFETCH = "bare SDK loop, prefetch"
+BARE_PREFETCH_SETTING = "BENCH_BARE_PREFETCH"
+"""``--bare-prefetch``: a second bare loop that receives as the local host does since issue 37,
+with a prefetch of one batch and ``keep_alive=0`` (like for like), beside the one without."""
 TELEMETRY_OFF = "local host, telemetry off"
 OTLP_EXPORTER = "local host, OTLP exporter"
-"""The telemetry variants' labels (they key the figures that compare them)."""
+OTLP_PER_REPLICA = "local host, OTLP, lag per replica"
+"""The telemetry variants' labels (they key the figures that compare them): the OTLP exporter
+as the host configures it by default, and with ``REPLICATION_TELEMETRY_LAG=per-replica``."""
+PER_REPLICA_SETTING = {"REPLICATION_TELEMETRY_LAG": "per-replica"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -671,6 +685,12 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
             found = (
                 [] if args.telemetry else [Variant("bare SDK loop", kind, bare_command(kind), ROOT)]
             )
+            if args.bare_prefetch and kind == "servicebus" and not args.telemetry:
+                found.append(
+                    Variant(
+                        BARE_PREFETCH, kind, bare_command(kind), ROOT, {BARE_PREFETCH_SETTING: "1"}
+                    )
+                )
             for suffix, checkout in checkouts:
                 if not args.telemetry:
                     found.append(Variant("local host" + suffix, kind, host, checkout))
@@ -693,6 +713,16 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
                             {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
                         )
                     )
+                    if args.telemetry:
+                        found.append(
+                            Variant(
+                                OTLP_PER_REPLICA + suffix,
+                                kind,
+                                host,
+                                checkout,
+                                {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, **PER_REPLICA_SETTING},
+                            )
+                        )
             variants[kind] = found
         everything = [v for kind in kinds for v in variants[kind]]
         runs: dict[str, list[Run]] = {f"{v.kind}/{v.label}": [] for v in everything}
@@ -727,12 +757,13 @@ def run_hosts(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> 
         )
         if kind == "servicebus":
             by_label = {v.label: runs[f"{kind}/{v.label}"] for v in variants[kind]}
-            for suffix, _ in checkouts:
+            compared = (OTLP_EXPORTER, OTLP_PER_REPLICA) if args.telemetry else (OTLP_EXPORTER,)
+            for suffix, label in ((s, label) for s, _ in checkouts for label in compared):
                 off = by_label[TELEMETRY_OFF + suffix]
-                otlp = by_label[OTLP_EXPORTER + suffix]
+                otlp = by_label[label + suffix]
                 pairs = {"off": off, "otlp": otlp}
                 print(
-                    f"  telemetry{suffix}: OTLP exporter against off: "
+                    f"  telemetry{suffix}: {label.removeprefix('local host, ')} against off: "
                     f"CPU/msg {ratio(pairs, 'otlp', 'off', _cpu)} whole, "
                     f"{ratio(pairs, 'otlp', 'off', _steady_cpu)} steady; "
                     f"wall {ratio(pairs, 'otlp', 'off', _wall)}"
@@ -824,6 +855,10 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
                 (TELEMETRY_OFF, {"REPLICATION_TELEMETRY": "off"}),
                 (OTLP_EXPORTER, {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}),
                 (
+                    OTLP_PER_REPLICA,
+                    {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, **PER_REPLICA_SETTING},
+                ),
+                (
                     EXPORTING,
                     {
                         "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
@@ -866,7 +901,7 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
     print("  against telemetry off, round by round:")
     for suffix, _ in checkouts:
         off = counts[TELEMETRY_OFF + suffix]
-        for label in (OTLP_EXPORTER, EXPORTING):
+        for label in (OTLP_EXPORTER, OTLP_PER_REPLICA, EXPORTING):
             otlp = counts[label + suffix]
             pairs = list(zip(otlp, off, strict=True))
             whole = [a.per_message / b.per_message for a, b in pairs]
@@ -887,7 +922,7 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
             off_fit = fitted[TELEMETRY_OFF + suffix]
             assert off_fit is not None
             off_full = off_fit[0] + off_fit[1] / BATCH
-            for label in (TELEMETRY_OFF, OTLP_EXPORTER, EXPORTING):
+            for label in (TELEMETRY_OFF, OTLP_EXPORTER, OTLP_PER_REPLICA, EXPORTING):
                 fit = fitted[label + suffix]
                 assert fit is not None
                 per_message, per_batch = fit
@@ -1393,6 +1428,11 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12, help="rows per profile table")
     parser.add_argument("--profile-dir", type=Path, help="where --profile keeps py-spy's stacks")
     parser.add_argument("--bare-loop", choices=("servicebus", "eventhubs"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--bare-prefetch",
+        action="store_true",
+        help="servicebus: also a bare loop with a prefetch of one batch and no keep-alive thread",
+    )
     parser.add_argument(
         "--instructions",
         action="store_true",

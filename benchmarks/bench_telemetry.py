@@ -1,32 +1,29 @@
 """Per-message cost of TaskRunner.run with telemetry on against off, side by side.
 
 Run: ``.venv/bin/python benchmarks/bench_telemetry.py [--batches N] [--size S] [--rounds R]
-[--target memory|emulator] [--split] [--options] [--instructions]``.
-Three configurations of the same runner over the same batches (an all-active task, every
-message with its own producer span's ``traceparent`` (as the SDKs write one span per message)
-and an enqueue time, sent to the in-memory target,
-so only the library's own work is measured):
+[--target memory|emulator] [--split] [--instructions]``.
+Configurations of the same runner over the same batches (an all-active task, every message
+with its own producer span's ``traceparent`` (as the SDKs write one span per message) and an
+enqueue time, sent to the in-memory target, so only the library's own work is measured):
 
 - ``off``: ``REPLICATION_TELEMETRY=off`` (nothing recorded, replicas keep the producer's trace);
 - ``api only``: on, but no SDK configured (the OpenTelemetry API's no-op);
 - ``sdk``: on, with an SDK MeterProvider (in-memory reader) and TracerProvider (batch span
-  processor to an in-memory exporter), as an application with exporters would have it.
+  processor to an in-memory exporter) as the applications configure it by default (issue 37):
+  one lag observation per send call, traces sampled parent-based with 10 % of the roots
+  (``replication.telemetry.traces_sampler``; each batch here starts a trace, its messages
+  carrying different producer contexts);
+- ``sdk, lag per replica``: the same with ``REPLICATION_TELEMETRY_LAG=per-replica``;
+- ``sdk, every trace``: the same with ``OTEL_TRACES_SAMPLER=always_on``;
+- ``sdk, per replica, every trace``: both, which is what the library recorded before issue 37.
 
 With ``--split`` more configurations say where the SDK's cost is: ``sdk metrics`` (the SDK
-MeterProvider, no TracerProvider: the counters and the lag histogram, one ``record`` per
-replica), ``sdk traces`` (the SDK TracerProvider, the API's no-op metrics: the spans, their
-links to each message's producer context, the trace properties of the replicas) and
-``sdk 10% traces`` (both, with the sampler a user sets with
-``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` and ``OTEL_TRACES_SAMPLER_ARG=0.1``: nine
-batch spans in ten are not recorded, so neither their links nor their export cost anything);
-it then prints what the OTLP exporter's thread spends encoding one round's spans, per message,
-the batch sensor's own work with SDK traces (no runner, no sender), and ``Histogram.record``'s
-cost by attribute count and exemplar filter.
-
-With ``--options``, four more configurations measure the telemetry options of ``docs/benchmarks.md``
-(Telemetry), each of which reports less than the library does and so awaits a decision: the
-lag with only its task and target attributes (``lag 2 attrs``), one lag observation per send
-call, its oldest replica's (``lag per send``), and each of those with 10 % of traces sampled.
+MeterProvider, no TracerProvider: the counters and the lag histogram) and ``sdk traces`` (the
+SDK TracerProvider with every span recorded, the API's no-op metrics: the spans, their links to
+each message's producer context, the trace properties of the replicas); it then prints what the
+OTLP exporter's thread spends encoding one round's spans, per message, the batch sensor's own
+work with SDK traces (no runner, no sender), and ``Histogram.record``'s cost by attribute count
+and exemplar filter.
 
 With ``--target emulator`` the replicas go to the local emulator through the real Service Bus
 sender instead (``python -m emulator`` in its own process, the two-region example), so the
@@ -62,7 +59,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -76,7 +72,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON as ALWAYS_ON_SAMPLER
 from opentelemetry.trace import NoOpTracerProvider
 
 from benchmarks._callgrind import count_python
@@ -85,7 +81,7 @@ from replication.hosts.local import emulator_process
 from replication.planning import Target
 from replication.runtime import MemoryTarget, TargetSender, TaskRunner
 from replication.settings import Settings
-from replication.telemetry import TaskTelemetry
+from replication.telemetry import TaskTelemetry, traces_sampler
 from replication.telemetry._instruments import LAG_BUCKETS, TARGET, TASK
 from replication.topology import load_topology
 from replication.transport.senders import SenderFactory
@@ -114,50 +110,18 @@ def batches(count: int, size: int, *, shared: bool = False) -> list[list[Envelop
     ]
 
 
-CONFIGURATIONS = ("off", "api only", "sdk")
-SPLIT_CONFIGURATIONS = ("sdk metrics", "sdk traces", "sdk 10% traces")
-OPTION_CONFIGURATIONS = {
-    "lag 2 attrs": {"two_attributes": True, "per_send": False},
-    "lag 2 attrs, 10% traces": {"two_attributes": True, "per_send": False},
-    "lag per send": {"two_attributes": False, "per_send": True},
-    "lag per send, 10% traces": {"two_attributes": False, "per_send": True},
-}
-"""``--options``: the telemetry options of ``docs/benchmarks.md`` (Telemetry), which report less
-than the library does, measured instead of estimated: name -> :class:`OptionTelemetry`'s
-flags (a name ending in ``10% traces`` also samples the traces)."""
+SDK = "sdk"
+PER_REPLICA = "sdk, lag per replica"
+EVERY_TRACE = "sdk, every trace"
+BEFORE_37 = "sdk, per replica, every trace"
+CONFIGURATIONS = ("off", "api only", SDK, PER_REPLICA, EVERY_TRACE, BEFORE_37)
+SPLIT_CONFIGURATIONS = ("sdk metrics", "sdk traces")
+LAG_PER_REPLICA = (PER_REPLICA, BEFORE_37)
+"""The configurations that record one lag observation per replica."""
+ALWAYS_ON = (EVERY_TRACE, BEFORE_37, "sdk traces")
+"""The configurations whose TracerProvider records every span."""
 SETTINGS_VARIABLE = "BENCH_TELEMETRY_SETTINGS"
 """How a counted child gets the emulator's app settings (JSON) from the parent."""
-
-
-class OptionTelemetry(TaskTelemetry):
-    """What one of the telemetry options (``docs/benchmarks.md``) would record, for measuring
-    it: the lag with only its task and target attributes (``two_attributes``), and/or one lag
-    observation per send call, its oldest replica's (``per_send``). Everything else is recorded
-    as the library records it. This is not the library's behaviour (it reports less, and
-    changes what the telemetry tests assert): a measurement of proposals awaiting a decision,
-    which replaces :class:`TaskTelemetry`'s private ``_record_lag``."""
-
-    def __init__(self, task: str, *, two_attributes: bool, per_send: bool, **kwargs: Any) -> None:
-        super().__init__(task, **kwargs)
-        self._two_attributes = two_attributes
-        self._per_send = per_send
-        self._lag_attributes: dict[str, dict[str, str]] = {}
-
-    def _record_lag(self, attributes: Mapping[str, str], enqueued: Sequence[float | None]) -> None:
-        if self._two_attributes:
-            target = attributes.get(TARGET, "")
-            lag_attributes = self._lag_attributes.get(target)
-            if lag_attributes is None:
-                lag_attributes = self._lag_attributes[target] = {
-                    key: attributes[key] for key in (TASK, TARGET) if key in attributes
-                }
-            attributes = lag_attributes
-        if not self._per_send:
-            super()._record_lag(attributes, enqueued)
-            return
-        known = [when for when in enqueued if when is not None]
-        if known:
-            self._lag.record(max(0.0, time.time() - min(known)), attributes)
 
 
 class OtlpEncodingExporter(SpanExporter):
@@ -192,12 +156,13 @@ class Workbench:
         self.exporter: InMemorySpanExporter | OtlpEncodingExporter = (
             OtlpEncodingExporter() if encode else InMemorySpanExporter()
         )
-        self.tracers = TracerProvider()
+        self.tracers = TracerProvider(sampler=ALWAYS_ON_SAMPLER)
         self.tracers.add_span_processor(BatchSpanProcessor(self.exporter))
         self.sampled_exporter: InMemorySpanExporter | OtlpEncodingExporter = (
             OtlpEncodingExporter() if encode else InMemorySpanExporter()
         )
-        self.sampled = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.1)))
+        # The applications' default sampler, as configure_local_telemetry builds it.
+        self.sampled = TracerProvider(sampler=traces_sampler({}))
         self.sampled.add_span_processor(BatchSpanProcessor(self.sampled_exporter))
 
     def telemetry(self, name: str) -> TaskTelemetry:
@@ -205,22 +170,21 @@ class Workbench:
             return TaskTelemetry(self.task.name, enabled=False)
         if name == "api only":
             return TaskTelemetry(self.task.name)
-        sdk: dict[str, Any] = {
-            "source_namespace": "weu",
-            "source_entity": "orders",
-            "systems": {"weu": "servicebus", "neu": "servicebus"},
-            "meter_provider": NoOpMeterProvider() if name == "sdk traces" else self.meters,
-            "tracer_provider": (
+        return TaskTelemetry(
+            self.task.name,
+            source_namespace="weu",
+            source_entity="orders",
+            systems={"weu": "servicebus", "neu": "servicebus"},
+            lag_per_replica=name in LAG_PER_REPLICA,
+            meter_provider=NoOpMeterProvider() if name == "sdk traces" else self.meters,
+            tracer_provider=(
                 NoOpTracerProvider()
                 if name == "sdk metrics"
-                else self.sampled
-                if name.endswith("10% traces")
                 else self.tracers
+                if name in ALWAYS_ON
+                else self.sampled
             ),
-        }
-        if name in OPTION_CONFIGURATIONS:
-            return OptionTelemetry(self.task.name, **OPTION_CONFIGURATIONS[name], **sdk)
-        return TaskTelemetry(self.task.name, **sdk)
+        )
 
     def one_round(self, name: str) -> tuple[float, float]:
         """Wall time and CPU time (this process, all threads) per message."""
@@ -279,12 +243,6 @@ def main() -> None:
         help="also the SDK's metrics alone and its traces alone (where the SDK's cost is)",
     )
     parser.add_argument(
-        "--options",
-        action="store_true",
-        help="also the telemetry options of docs/benchmarks.md, which report less "
-        "(OptionTelemetry)",
-    )
-    parser.add_argument(
         "--instructions",
         action="store_true",
         help="count instructions per message under valgrind's callgrind instead of timing",
@@ -298,11 +256,7 @@ def main() -> None:
     parser.add_argument("--count-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    names = (
-        CONFIGURATIONS
-        + (SPLIT_CONFIGURATIONS if args.split else ())
-        + (tuple(OPTION_CONFIGURATIONS) if args.options else ())
-    )
+    names = CONFIGURATIONS + (SPLIT_CONFIGURATIONS if args.split else ())
     if args.count_child:
         run_counted_child(args)
         return
@@ -361,7 +315,7 @@ def time_rounds(args: argparse.Namespace, names: Sequence[str], bench: Workbench
             )
             median = statistics.median(ratios)
             print(
-                f"  {name:24s} {statistics.median(times) * 1e6:8.2f} us/message "
+                f"  {name:32s} {statistics.median(times) * 1e6:8.2f} us/message "
                 f"({times[0] * 1e6:.2f}-{times[-1] * 1e6:.2f})  "
                 f"{median:5.3f}x off ({ratios[0]:.3f}-{ratios[-1]:.3f}, "
                 f"median {(median - 1) * 100:+.1f} %)"
@@ -406,7 +360,7 @@ def count_instructions(
             per_message[name] = spent / (COUNTED_ROUNDS * args.batches * args.size)
             ratio = per_message[name] / per_message[names[0]]
             print(
-                f"  {name:24s} {per_message[name]:>12,.0f} instructions/message  "
+                f"  {name:32s} {per_message[name]:>12,.0f} instructions/message  "
                 f"{ratio:6.3f}x off ({(ratio - 1) * 100:+.1f} %)",
                 flush=True,
             )
@@ -523,7 +477,7 @@ def print_export_cost(bench: Workbench, messages: int) -> None:
     exporter = bench.exporter
     assert isinstance(exporter, InMemorySpanExporter)
     exporter.clear()
-    bench.one_round("sdk")
+    bench.one_round(EVERY_TRACE)
     bench.tracers.force_flush()
     spans = exporter.get_finished_spans()
     times = []
@@ -534,7 +488,8 @@ def print_export_cost(bench: Workbench, messages: int) -> None:
         times.append(time.process_time() - started)
     links = sum(len(span.links) for span in spans)
     print(
-        f"  OTLP encoding of the sdk round's spans ({len(spans)} spans, {links} links), in the "
+        f"  OTLP encoding of the every-trace round's spans ({len(spans)} spans, {links} links), "
+        "in the "
         f"exporter's thread: {statistics.median(times) / messages * 1e6:.2f} us/message, "
         f"{size / messages:.0f} bytes/message"
     )

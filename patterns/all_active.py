@@ -28,10 +28,15 @@ class AllActiveOptions(PatternOptions):
 
 
 def loop_prevention_rule(action: str = LOOP_PREVENTION_ACTION) -> RuleSpec:
-    """The replication subscription's rule, named ``$Default`` to replace the TrueFilter."""
-    return RuleSpec(
+    """The replication subscription's rule, named ``$Default`` to replace the TrueFilter.
+
+    Built as it is, without a parse of its texts: they are this module's constants (and the
+    TTL action of ``active_passive``, a formatted duration), which
+    ``tests/unit/test_patterns_contract.py`` parses for every pattern; every start of the local host
+    would otherwise import the SQL parser for them alone."""
+    return RuleSpec.model_construct(
         name=DEFAULT_RULE_NAME,
-        filter=RuleFilterSpec(sql=LOOP_PREVENTION_FILTER),
+        filter=RuleFilterSpec.model_construct(sql=LOOP_PREVENTION_FILTER),
         action=action,
     )
 

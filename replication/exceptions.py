@@ -194,6 +194,11 @@ class UnreadableTransferError(ReplicationError):
     Not an outage: the local host's supervisor reconnects without growing its backoff."""
 
 
+class SessionOrderError(ReplicationError):
+    """A session's messages reached the local host out of their order (a message after one
+    that followed it): the session is stopped rather than forwarded out of order."""
+
+
 class RedriveStoppedError(ReplicationError, Generic[Report]):
     """A redrive stopped early (transient failure, broker unreachable); nothing was lost.
 
@@ -300,6 +305,7 @@ __all__ = [
     "PublishTimeoutError",
     "RedriveStoppedError",
     "ReplicationError",
+    "SessionOrderError",
     "SourceUnreadableError",
     "SwitchInProgressError",
     "SwitchRefusedError",

@@ -43,7 +43,6 @@ class PatternOptions(BaseModel):
         populate_by_name=True,
         extra="forbid",
         frozen=True,
-        use_attribute_docstrings=True,
     )
 
 

@@ -1,7 +1,10 @@
 """Service Bus subscription rules as values: what the topology declares and patterns prescribe.
 
-A leaf module (it depends only on the SQL grammar in :mod:`replication.sql`): the topology
-schema, the patterns and the linter all use these records, so none of them needs another.
+A leaf module (it depends only on the SQL grammar in :mod:`replication.sql`, imported when a
+text is first checked): the topology schema, the patterns and the linter all use these records,
+so none of them needs another. A topology whose only rules are the library's own (the patterns
+build them ready-made, see ``patterns/all_active.py``) is loaded without the SQL parser, which
+the local host then never needs (issue 37: its start-up).
 
 - :class:`RuleSpec`: a subscription rule (a SQL or correlation filter and an optional SQL
   action), validated when it is built: an expression Service Bus would reject fails with the
@@ -16,12 +19,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from replication.sql import SqlFilter, SqlRuleAction, SqlSyntaxError
+if TYPE_CHECKING:
+    from replication.sql import SqlSyntaxError
 
 DEFAULT_RULE_NAME = "$Default"
 """The rule Service Bus adds to every new subscription; a rule of this name replaces it."""
@@ -36,7 +40,6 @@ class SpecModel(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
-        use_attribute_docstrings=True,
     )
 
 
@@ -132,6 +135,8 @@ class SqlText:
 
     def problem(self) -> SqlSyntaxError | None:
         """Why Service Bus would reject the expression, or None when it would accept it."""
+        from replication.sql import SqlFilter, SqlRuleAction, SqlSyntaxError
+
         try:
             (SqlFilter if self.kind == "filter" else SqlRuleAction)(self.expression)
         except SqlSyntaxError as error:

@@ -1,7 +1,7 @@
 """The app settings, read once at start into one typed object.
 
 Every setting the library reads, by the name it has in the Function app's configuration (and in
-the environment of a local run); the first eight are read into :class:`Settings`, the others
+the environment of a local run); the first nine are read into :class:`Settings`, the others
 by the feature that needs them:
 
 ========================================  ===================================================
@@ -9,6 +9,9 @@ by the feature that needs them:
 ``REPLICATION_TELEMETRY``                 ``off`` (``false``, ``0``, ``no``, ``none``,
                                           ``disabled``) switches metrics and traces off;
                                           ``console`` prints them in local runs
+``REPLICATION_TELEMETRY_LAG``             ``per-send`` (the default: one ``replication.lag``
+                                          observation per send call, its oldest replica's)
+                                          or ``per-replica`` (one per replica)
 ``APPLICATIONINSIGHTS_CONNECTION_STRING`` the Function app exports to Application Insights
 ``OTEL_EXPORTER_OTLP_ENDPOINT``           local runs export over OTLP/HTTP
 ``REPLICATION_KEY_VAULT_URI``             a vault for the namespaces' ``keyVaultSecret``
@@ -22,12 +25,21 @@ by the feature that needs them:
                                           connections`)
 ``OTEL_METRIC_EXPORT_INTERVAL``           local runs: milliseconds between metric exports
                                           (default 15 s; read by ``replication.telemetry``)
+``OTEL_TRACES_SAMPLER``                   which batch spans are recorded (the OpenTelemetry
+                                          SDK's names); unset: ``parentbased_traceidratio``
+                                          (read by ``replication.telemetry`` and the SDK)
+``OTEL_TRACES_SAMPLER_ARG``               the sampler's argument; unset with the default
+                                          sampler: ``0.1``, a tenth of the traces that start
+                                          at the replicator
 ``REPLICATION_FAILOVER_STORAGE``          the failover clients' binding store and logs (a
                                           storage connection string; else
                                           ``AzureWebJobsStorage``), read by
                                           ``replication.failover``
 ``REPLICATION_FAILOVER_CONTAINER``        their blob container (default
                                           ``replication-failover``)
+``PYDANTIC_DISABLE_PLUGINS``              pydantic's: the command line sets it to ``__all__``
+                                          when it is not set (no plugin scan at start);
+                                          empty: pydantic loads its plugins
 ``REPLICATION_AZURITE``                   ``drill``: the Azurite command to start (default:
                                           ``node_modules/.bin/azurite-blob``, then ``PATH``)
 ========================================  ===================================================
@@ -54,6 +66,9 @@ from replication.exceptions import ConfigurationError
 TOPOLOGY_SETTING = "REPLICATION_TOPOLOGY"
 DEFAULT_TOPOLOGY_PATH = "topology.json"
 TELEMETRY_SETTING = "REPLICATION_TELEMETRY"
+TELEMETRY_LAG_SETTING = "REPLICATION_TELEMETRY_LAG"
+LAG_PER_SEND = "per-send"
+LAG_PER_REPLICA = "per-replica"
 CONNECTION_STRING_SETTING = "APPLICATIONINSIGHTS_CONNECTION_STRING"
 OTLP_ENDPOINT_SETTING = "OTEL_EXPORTER_OTLP_ENDPOINT"
 KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
@@ -68,6 +83,20 @@ CONSOLE = "console"
 def telemetry_on(value: str) -> bool:
     """Whether a ``REPLICATION_TELEMETRY`` value leaves telemetry on (the default)."""
     return value.strip().lower() not in OFF_VALUES
+
+
+def _lag_per_replica(value: str) -> bool:
+    """Whether a ``REPLICATION_TELEMETRY_LAG`` value asks for one lag observation per replica
+    (empty or ``per-send``: one per send call)."""
+    chosen = value.strip().lower()
+    if chosen in ("", LAG_PER_SEND):
+        return False
+    if chosen == LAG_PER_REPLICA:
+        return True
+    raise ConfigurationError(
+        f"'{value}' is not one of {LAG_PER_SEND}, {LAG_PER_REPLICA}",
+        source=f"app setting {TELEMETRY_LAG_SETTING}",
+    )
 
 
 class Connection(BaseModel):
@@ -120,6 +149,8 @@ class Settings(BaseModel):
     topology: str = DEFAULT_TOPOLOGY_PATH
     telemetry: str = ""
     """``REPLICATION_TELEMETRY`` as set (see :attr:`telemetry_enabled`)."""
+    lag_per_replica: bool = False
+    """``REPLICATION_TELEMETRY_LAG=per-replica``: one lag observation per replica."""
     app_insights_connection_string: SecretStr | None = None
     otlp_endpoint: str | None = None
     key_vault_uri: str | None = None
@@ -138,6 +169,7 @@ class Settings(BaseModel):
         return cls(
             topology=source.get(TOPOLOGY_SETTING, DEFAULT_TOPOLOGY_PATH),
             telemetry=source.get(TELEMETRY_SETTING, ""),
+            lag_per_replica=_lag_per_replica(source.get(TELEMETRY_LAG_SETTING, "")),
             app_insights_connection_string=(
                 SecretStr(connection_string) if connection_string else None
             ),
@@ -181,9 +213,12 @@ __all__ = [
     "DEFAULT_CONTAINER",
     "DEFAULT_TOPOLOGY_PATH",
     "KEY_VAULT_URI_SETTING",
+    "LAG_PER_REPLICA",
+    "LAG_PER_SEND",
     "OFF_VALUES",
     "OTLP_ENDPOINT_SETTING",
     "STORAGE_SETTING",
+    "TELEMETRY_LAG_SETTING",
     "TELEMETRY_SETTING",
     "TOPOLOGY_SETTING",
     "Connection",

@@ -2,7 +2,9 @@
 
 Passed to :class:`replication.telemetry.TaskTelemetry` explicitly rather than installed as the
 global provider: the global one can be set once per process, and would stamp trace context on
-the replicas of every other test.
+the replicas of every other test. Its TracerProvider records every span (``always_on``) unless
+told otherwise, whatever ``OTEL_TRACES_SAMPLER`` says: the tests of trace chains check every
+link of them (the applications' default samples, see ``replication/telemetry/_setup.py``).
 """
 
 from __future__ import annotations
@@ -15,16 +17,17 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Sampler
 
 
 class Sdk:
     """An SDK MeterProvider and TracerProvider that keep what they get, in memory."""
 
-    def __init__(self) -> None:
+    def __init__(self, sampler: Sampler = ALWAYS_ON) -> None:
         self.reader = InMemoryMetricReader()
         self.meters = MeterProvider(metric_readers=[self.reader])
         self.spans = InMemorySpanExporter()
-        self.tracers = TracerProvider()
+        self.tracers = TracerProvider(sampler=sampler)
         self.tracers.add_span_processor(SimpleSpanProcessor(self.spans))
 
     def points(self, name: str) -> list[Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from replication.exceptions import ConfigurationError
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.topology import Topology, load_topology
-from replication.transforms import CodeReferenceError, Transforms, add_code_root, import_reference
+from replication.transforms import CodeReferenceError, add_code_root, import_reference
 from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT
 
 
@@ -100,6 +100,8 @@ def topology_of(args: argparse.Namespace, *, user_code: bool = True) -> Topology
     """
     transforms = None
     if user_code and getattr(args, "transforms", None):
+        from replication.transforms import Transforms  # the registry's module, when named
+
         # The registry may sit beside the topology, as the modules the topology names may.
         add_code_root(Path(args.topology).parent, "the topology's folder")
         try:

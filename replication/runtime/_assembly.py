@@ -58,6 +58,7 @@ def task_telemetry(
     task: ResolvedTask,
     *,
     enabled: bool,
+    lag_per_replica: bool = False,
     meter_provider: MeterProvider | None = None,
     tracer_provider: TracerProvider | None = None,
 ) -> TaskTelemetry:
@@ -72,6 +73,7 @@ def task_telemetry(
         consumer_group=source.consumer_group,
         systems={ns.name: str(ns.kind) for ns in topology.namespaces},
         enabled=enabled,
+        lag_per_replica=lag_per_replica,
         meter_provider=meter_provider,
         tracer_provider=tracer_provider,
     )
@@ -102,7 +104,12 @@ def runner_for(
         targets,
         dead_letter,
         retry=retry,
-        telemetry=task_telemetry(topology, task, enabled=settings.telemetry_enabled),
+        telemetry=task_telemetry(
+            topology,
+            task,
+            enabled=settings.telemetry_enabled,
+            lag_per_replica=settings.lag_per_replica,
+        ),
         source_kind=topology.namespace(task.spec.source.namespace).kind,
     )
 

@@ -143,14 +143,18 @@ class TaskRunner:
         self._clock = clock
         self._ledger = Ledger()
         self._parking = Parking(self.task, dead_letter_sender, self._ledger, source_kind)
-        self.telemetry = telemetry or TaskTelemetry(
-            task.name,
-            source_namespace=self.task.source.namespace,
-            source_entity=self.task.source.entity,
-            subscription=self.task.source.subscription,
-            consumer_group=self.task.source.consumer_group,
-            enabled=Settings.from_environ().telemetry_enabled,
-        )
+        if telemetry is None:
+            settings = Settings.from_environ()
+            telemetry = TaskTelemetry(
+                task.name,
+                source_namespace=self.task.source.namespace,
+                source_entity=self.task.source.entity,
+                subscription=self.task.source.subscription,
+                consumer_group=self.task.source.consumer_group,
+                enabled=settings.telemetry_enabled,
+                lag_per_replica=settings.lag_per_replica,
+            )
+        self.telemetry = telemetry
 
     def plan(self, batch: Sequence[Envelope]) -> list[Decision]:
         """The decisions for ``batch``: the pattern's, over what the task's transform returned

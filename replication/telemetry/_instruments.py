@@ -9,7 +9,9 @@ for local runs). One app setting switches everything off: ``REPLICATION_TELEMETR
 Metrics (meter ``replication``; the names and attribute keys are what the Azure Monitor alert
 queries use, keep them):
 
-- ``replication.messages`` (counter, ``{message}``): one count per message and outcome.
+- ``replication.messages`` (counter, ``{message}``): one count per message and outcome, exact;
+  a batch adds its messages once per outcome, target and reason when it ends (one ``add(n)``
+  each, not one per message).
   ``replication.outcome`` is ``received`` (per message of a batch), ``forwarded`` (per replica a
   target acknowledged), ``skipped`` (settled without a replica, with ``replication.reason``:
   ``LoopPrevention``, ``NoRouteMatched``, ``ValidationFailed``, ...), ``dead_lettered`` (per
@@ -17,7 +19,11 @@ queries use, keep them):
   ``DeadLetterReason``) or ``failed`` (per replica still unsent when the invocation gave up,
   with ``replication.reason`` = the error type; the source redelivers it).
 - ``replication.lag`` (histogram, ``s``): source enqueue time to the target's acknowledgement,
-  one observation per forwarded replica.
+  one observation per send call, the lag of that call's oldest replica (the worst of the call:
+  the histogram's maximum is the largest replica lag, its count the send calls that
+  acknowledged something). ``REPLICATION_TELEMETRY_LAG=per-replica`` records one observation
+  per forwarded replica instead (the exact distribution, at about 7 points of the send path's
+  CPU; README, Telemetry).
 - ``replication.batch.duration`` (histogram, ``s``): one observation per batch the runner ran,
   with ``error.type`` when it raised.
 - ``replication.send.failures`` (counter, ``{failure}``): one per failed send call, by
@@ -41,7 +47,9 @@ Under it, per target a PRODUCER span ``send <target entity>``
 ``Diagnostic-Id`` (and ``tracestate``) on every replica sent to that target: the consumer in
 the target region continues from the replicator (Application Map: region, replicator, region).
 Without a configured TracerProvider nothing is extracted or injected, and replicas keep their
-source's trace properties.
+source's trace properties. Which batch spans are recorded is the TracerProvider's sampler's
+decision (``_setup``: ``OTEL_TRACES_SAMPLER``, by default parent-based with 10 % of the roots);
+an unrecorded span still gives its replicas a valid context, not sampled.
 
 Recording never raises into replication: the API and SDK swallow their own errors.
 """
@@ -240,11 +248,14 @@ class TaskTelemetry:
         consumer_group: str | None = None,
         systems: Mapping[str, str] | None = None,
         enabled: bool = True,
+        lag_per_replica: bool = False,
         meter_provider: metrics.MeterProvider | None = None,
         tracer_provider: trace.TracerProvider | None = None,
     ) -> None:
         self.task = task
         self.enabled = enabled
+        self.lag_per_replica = lag_per_replica
+        """One lag observation per replica instead of one per send call."""
         self._systems = dict(systems or {})
         self._source: dict[str, str] = {TASK: task, OPERATION_TYPE: "process"}
         if source_entity:
@@ -258,7 +269,7 @@ class TaskTelemetry:
             self._span_attributes[CONSUMER_GROUP] = consumer_group
         self._span_name = f"process {source_entity or task}"
         self._target_attributes: dict[tuple[str, str], dict[str, str]] = {}
-        self._forwarded_attributes: dict[str, dict[str, str]] = {}
+        self._count_attributes: dict[tuple[str, str, str], dict[str, str]] = {}
         self._tracer_provider = tracer_provider
         meter = (meter_provider or metrics.get_meter_provider()).get_meter(INSTRUMENTATION_NAME)
         self._tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(
@@ -270,7 +281,10 @@ class TaskTelemetry:
         self._lag = meter.create_histogram(
             LAG,
             unit="s",
-            description="Source enqueue time to the target's acknowledgement of the replica",
+            description=(
+                "Source enqueue time to the target's acknowledgement: per send call, of its "
+                "oldest replica (REPLICATION_TELEMETRY_LAG=per-replica: of each replica)"
+            ),
             explicit_bucket_boundaries_advisory=LAG_BUCKETS,
         )
         self._duration = meter.create_histogram(
@@ -307,35 +321,40 @@ class TaskTelemetry:
         if self.enabled and count:
             self._messages.add(count, {**self._source, OUTCOME: RECEIVED})
 
-    def skipped(self, reason: str) -> None:
-        if self.enabled:
-            self._messages.add(1, {**self._source, OUTCOME: SKIPPED, REASON: skip_reason(reason)})
-
-    def forwarded(self, target: str, enqueued: Sequence[float | None]) -> None:
-        """Replicas acknowledged by ``target``, with their sources' enqueue times (epoch s)."""
-        if not self.enabled or not enqueued:
+    def count(self, counts: Mapping[tuple[str, str, str], int]) -> None:
+        """Add a batch's messages: ``counts`` maps (outcome, target, reason) to how many, the
+        target empty for ``skipped``, the reason empty for ``forwarded``. One ``add`` each."""
+        if not self.enabled:
             return
-        attributes = self.target_attributes(target)
-        counted = self._forwarded_attributes.get(target)
-        if counted is None:
-            counted = self._forwarded_attributes[target] = {**attributes, OUTCOME: FORWARDED}
-        self._messages.add(len(enqueued), counted)
-        self._record_lag(attributes, enqueued)
+        for key, count in counts.items():
+            attributes = self._count_attributes.get(key)
+            if attributes is None:
+                outcome, target, reason = key
+                base = self._source if outcome == SKIPPED else self.target_attributes(target)
+                attributes = {**base, OUTCOME: outcome}
+                if reason:
+                    attributes[REASON] = reason
+                self._count_attributes[key] = attributes
+            self._messages.add(count, attributes)
+
+    def record_lag(self, target: str, enqueued: Sequence[float | None]) -> None:
+        """One send call to ``target`` was acknowledged for replicas whose sources were
+        enqueued at ``enqueued`` (epoch s; None: unknown): its oldest replica's lag, or every
+        replica's with :attr:`lag_per_replica`; one clock reading and one attribute set."""
+        if self.enabled and enqueued:
+            self._record_lag(self.target_attributes(target), enqueued)
 
     def _record_lag(self, attributes: Mapping[str, str], enqueued: Sequence[float | None]) -> None:
-        """One lag observation per replica (the histogram's count is the replicas forwarded);
-        one clock reading and one attribute set for all of them. ``benchmarks/bench_telemetry.py
-        --options`` replaces this method to measure options that record less."""
         now = time.time()
         record = self._lag.record
-        for when in enqueued:
-            if when is not None:
-                record(max(0.0, now - when), attributes)
-
-    def dead_lettered(self, target: str, reason: str) -> None:
-        if self.enabled:
-            attributes = self.target_attributes(target)
-            self._messages.add(1, {**attributes, OUTCOME: DEAD_LETTERED, REASON: reason})
+        if self.lag_per_replica:
+            for when in enqueued:
+                if when is not None:
+                    record(max(0.0, now - when), attributes)
+            return
+        oldest = min((when for when in enqueued if when is not None), default=None)
+        if oldest is not None:
+            record(max(0.0, now - oldest), attributes)
 
     def failed(self, target: str, count: int, error: BaseException) -> None:
         """``count`` replicas (or parked copies) left unsent when the invocation gave up."""
@@ -381,16 +400,37 @@ _NOTHING = BatchTelemetry()
 
 
 class _Recording(BatchTelemetry):
-    """Telemetry on: the hooks become the task's counters and histograms."""
+    """Telemetry on: the hooks become the task's counters and histograms. Forwarded, skipped
+    and parked messages are counted here and added when the batch ends (:meth:`_flush`),
+    once per outcome, target and reason; the lag is recorded per send call as it returns."""
 
     def __init__(self, telemetry: TaskTelemetry) -> None:
         self._telemetry = telemetry
+        self._counts: dict[tuple[str, str, str], int] = {}
+
+    def _add(self, key: tuple[str, str, str], count: int) -> None:
+        self._counts[key] = self._counts.get(key, 0) + count
+
+    def _flush(self) -> None:
+        if self._counts:
+            self._telemetry.count(self._counts)
+            self._counts = {}
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._flush()
 
     def on_skip(self, reason: str) -> None:
-        self._telemetry.skipped(reason)
+        self._add((SKIPPED, "", skip_reason(reason)), 1)
 
     def on_sent(self, target: str, enqueued: Sequence[float | None]) -> None:
-        self._telemetry.forwarded(target, enqueued)
+        if enqueued:
+            self._add((FORWARDED, target, ""), len(enqueued))
+            self._telemetry.record_lag(target, enqueued)
 
     def on_send_error(self, target: str, error: BaseException) -> None:
         self._telemetry.send_failed(target, error)
@@ -399,7 +439,7 @@ class _Recording(BatchTelemetry):
         self._telemetry.failed(target, count, error)
 
     def on_parked(self, target: str, reason: str) -> None:
-        self._telemetry.dead_lettered(target, reason)
+        self._add((DEAD_LETTERED, target, reason), 1)
 
 
 class _RecordingParking(_Recording):
@@ -483,6 +523,7 @@ class _RecordingBatch(_Recording):
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        super().__exit__(kind, error, traceback)
         for span, _, sent in self._sends.values():
             span.set_attribute(BATCH_COUNT, sent[0])
             if error is not None:

@@ -16,19 +16,14 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from replication.exceptions import ConfigurationError
+from replication.exceptions import CodeReferenceError, ConfigurationError, TransformSignatureError
 from replication.planning import load_pattern
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
-from replication.transforms import (
-    CodeReferenceError,
-    Transforms,
-    TransformSignatureError,
-    add_code_root,
-)
+from replication.transforms import add_code_root
 
 from ._checks import check_references, check_resolved, failer
 from ._errors import format_validation_error
@@ -37,6 +32,9 @@ from ._lanes import expand_tasks
 from ._sessions import check_sessions
 from ._tasks import ResolvedTask, resolve_task
 from ._topology import Topology
+
+if TYPE_CHECKING:
+    from replication.transforms import Transforms
 
 
 def parse_topology(

@@ -20,9 +20,13 @@ against the outage tolerance, session compatibility and pattern checks against t
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
+import textwrap
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
@@ -52,6 +56,7 @@ def topology_schema() -> dict[str, Any]:
         (Topology, "validation"),
         *((model, "validation") for model in options.values()),
     ]
+    _describe_fields([model for model, _ in models])
     refs, schema = models_json_schema(
         models, by_alias=True, ref_template="#/$defs/{model}", title=SCHEMA_TITLE
     )
@@ -89,6 +94,70 @@ def topology_schema() -> dict[str, Any]:
 def topology_schema_text() -> str:
     """The schema as its file holds it: indented JSON with a final newline."""
     return json.dumps(topology_schema(), indent=2) + "\n"
+
+
+def _describe_fields(roots: Sequence[type[BaseModel]]) -> None:
+    """Give every field of ``roots`` and the models they hold the docstring written under it as
+    its description, then rebuild each model (the ones it holds first), so that the schema
+    carries them.
+
+    This is what pydantic's ``use_attribute_docstrings`` does when each model class is created,
+    and what the models no longer ask for: pydantic finds a class's source by walking the
+    interpreter's frames, which cost a fifth of the local host's start-up (instructions of the
+    imports, topology load and host construction, issue 37); only the schema reads the
+    descriptions. The docstrings are read as pydantic reads them (:func:`_attribute_docstrings`)."""
+    done: set[type[BaseModel]] = set()
+
+    def visit(model: type[BaseModel]) -> None:
+        if model in done:
+            return
+        done.add(model)
+        for field in model.model_fields.values():
+            for held in _models_in(field.annotation):
+                visit(held)
+        docs: dict[str, str] = {}
+        for klass in reversed(model.__mro__):
+            if issubclass(klass, BaseModel) and klass is not BaseModel:
+                docs.update(_attribute_docstrings(klass))
+        for name, field in model.model_fields.items():
+            if field.description is None and name in docs:
+                field.description = docs[name]
+        model.model_rebuild(force=True)
+
+    for root in roots:
+        visit(root)
+
+
+def _models_in(annotation: object) -> Iterator[type[BaseModel]]:
+    """The model classes an annotation holds (``X | None``, ``list[X]``, ``dict[str, X]`` ...)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+    for argument in get_args(annotation):
+        yield from _models_in(argument)
+
+
+def _attribute_docstrings(klass: type) -> dict[str, str]:
+    """The docstrings written under the annotated attributes of ``klass``'s own body, as
+    pydantic's ``use_attribute_docstrings`` reads them (a string expression right after the
+    annotated assignment, cleaned with :func:`inspect.cleandoc`)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(klass))
+    except (OSError, TypeError):
+        return {}
+    body = next(
+        (node.body for node in ast.parse(source).body if isinstance(node, ast.ClassDef)), []
+    )
+    docs: dict[str, str] = {}
+    target: str | None = None
+    for statement in body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            target = statement.target.id
+            continue
+        value = statement.value if isinstance(statement, ast.Expr) else None
+        if target and isinstance(value, ast.Constant) and isinstance(value.value, str):
+            docs[target] = inspect.cleandoc(value.value)
+        target = None
+    return docs
 
 
 def _options_of(name: str, ref: str, model: type[BaseModel]) -> dict[str, Any]:

@@ -16,9 +16,8 @@ and its signature checked once, at load.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, field_validator
 
@@ -31,7 +30,10 @@ from replication.planning import (
     load_pattern,
 )
 from replication.rules import RuleSpec, SpecModel
-from replication.transforms import DEFAULT_TIMEOUT, Transform, Transforms, resolve_function
+from replication.transforms import DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:
+    from replication.transforms import Transform, Transforms
 
 from ._specs import EntityRef, PositiveDuration
 
@@ -109,6 +111,8 @@ class TaskSpec(SpecModel):
     @classmethod
     def _known_pattern(cls, value: str) -> str:
         if value not in PATTERN_NAMES:
+            import difflib  # only for a wrong topology: a good one loads without importing it
+
             close = difflib.get_close_matches(value, PATTERN_NAMES, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ValueError(
@@ -179,6 +183,9 @@ def resolve_task(
     )
     transform = None
     if spec.transform is not None and user_code:
+        # Imported here: a topology without transforms loads without them.
+        from replication.transforms import Transform, resolve_function
+
         transform = Transform.of(
             resolve_function(spec.transform.function, transforms),
             name=spec.transform.function,

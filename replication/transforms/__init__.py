@@ -32,26 +32,67 @@ the guard. It depends on the value modules only, so the topology (which loads tr
 runtime (which calls them) can both use it.
 """
 
-from ._function import DEFAULT_TIMEOUT, Transform, TransformSignatureError, check_signature
-from ._guard import (
-    BROKER_FACTS,
-    Checked,
-    TransformFailure,
-    changed_replication_properties,
-    checked_result,
-    failure_of,
-)
-from ._references import CodeReferenceError, add_code_root, import_reference
-from ._registry import Transforms, resolve_function
-from ._results import (
-    TRANSFORM_FAILED,
-    TRANSFORM_REJECTED,
-    TRANSFORM_SKIPPED,
-    RejectMessage,
-    SkipMessage,
-    TransformFunction,
-    TransformResult,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._function import DEFAULT_TIMEOUT, Transform, TransformSignatureError, check_signature
+    from ._guard import (
+        BROKER_FACTS,
+        Checked,
+        TransformFailure,
+        changed_replication_properties,
+        checked_result,
+        failure_of,
+    )
+    from ._references import CodeReferenceError, add_code_root, import_reference
+    from ._registry import Transforms, resolve_function
+    from ._results import (
+        TRANSFORM_FAILED,
+        TRANSFORM_REJECTED,
+        TRANSFORM_SKIPPED,
+        RejectMessage,
+        SkipMessage,
+        TransformFunction,
+        TransformResult,
+    )
+
+_MODULES = {
+    "_function": ("DEFAULT_TIMEOUT", "Transform", "TransformSignatureError", "check_signature"),
+    "_guard": (
+        "BROKER_FACTS",
+        "Checked",
+        "TransformFailure",
+        "changed_replication_properties",
+        "checked_result",
+        "failure_of",
+    ),
+    "_references": ("CodeReferenceError", "add_code_root", "import_reference"),
+    "_registry": ("Transforms", "resolve_function"),
+    "_results": (
+        "TRANSFORM_FAILED",
+        "TRANSFORM_REJECTED",
+        "TRANSFORM_SKIPPED",
+        "RejectMessage",
+        "SkipMessage",
+        "TransformFunction",
+        "TransformResult",
+    ),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """Each name imported from its module on first use: a topology without transforms, and
+    the CLI (which only adds the code root to the import path), load only what they use
+    (issue 37: the local host's start-up)."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BROKER_FACTS",

@@ -21,7 +21,6 @@ file of the app never shadows an installed module of the same name.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import re
@@ -82,6 +81,8 @@ def import_reference(reference: str) -> object:
     for name in attribute_path.split("."):
         if not hasattr(target, name):
             public = [n for n in dir(target) if not n.startswith("_")]
+            import difflib  # only for a name that is not found
+
             close = difflib.get_close_matches(name, public, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise CodeReferenceError(f"'{walked}' has no attribute '{name}'{hint}")

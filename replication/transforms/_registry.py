@@ -20,7 +20,6 @@ does with two functions of one name; so does a function that cannot take one mes
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator
 from typing import TypeVar, overload
 
@@ -87,6 +86,8 @@ class Transforms:
         try:
             return self._functions[name]
         except KeyError:
+            import difflib  # only for a name that is not found
+
             close = difflib.get_close_matches(name, list(self._functions), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             known = ", ".join(sorted(self._functions)) or "none"

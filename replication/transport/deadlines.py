@@ -45,7 +45,6 @@ command is made (``call_timeout=``, ``--call-timeout``); see ``docs/explanation/
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import queue
@@ -240,6 +239,8 @@ async def within(awaitable: Awaitable[T], *, timeout: float, what: str) -> T:
     Raises:
         CallTimeoutError: it did not finish in time.
     """
+    import asyncio  # here: the sync clients (the local host's start) load this module too
+
     try:
         async with asyncio.timeout(timeout) as scope:
             return await awaitable

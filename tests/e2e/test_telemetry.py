@@ -1,25 +1,33 @@
 """Telemetry through the emulator and the local host: the metrics equal what happened, message
 for message, and a producer's trace continues through the replicator onto the replica.
 
-The local host builds its runners with :meth:`SenderFactory.telemetry`; the test gives that an
-SDK with an in-memory reader and exporter (:class:`tests.otel.Sdk`). Everything else is real:
-SDK senders and receivers against the emulator.
+The local host builds its runners with :func:`replication.runtime.task_telemetry`; the test gives
+that an SDK with an in-memory reader and exporter (:class:`tests.otel.Sdk`, recording every
+span: this test follows the whole trace chain). Everything else is real: SDK senders and
+receivers against the emulator. The senders are the real ones, each call timed on its way out
+(:class:`TimedSender`), so that the lag histogram can be checked against the send calls.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from opentelemetry import trace
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
+from replication.envelope import Envelope
 from replication.hosts.local import LocalHost
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
 from replication.runtime import _assembly as assembly
 from replication.telemetry import DIAGNOSTIC_ID, TRACE_PARENT
 from replication.topology import Topology, parse_topology
+from replication.transport.senders import SenderFactory
 from replication.transport.servicebus import envelope_from_received
 from tests.otel import Sdk
 
@@ -28,6 +36,7 @@ pytestmark = pytest.mark.emulator
 PRODUCER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PRODUCER_SPAN = "00f067aa0ba902b7"
 QUEUES = ("telemetry-in", "telemetry-out", "telemetry-parked")
+LAG_TARGET = "neu/telemetry-out"
 
 
 def _topology() -> Topology:
@@ -52,6 +61,22 @@ def _topology() -> Topology:
     return parse_topology({"namespaces": namespaces, "tasks": [task]})
 
 
+@dataclasses.dataclass
+class TimedSender:
+    """A real target sender whose send calls are recorded: when each returned, and the source
+    enqueue times of the replicas it sent (a replica keeps its source's broker facts)."""
+
+    sender: Any
+    target: str
+    calls: list[tuple[str, float, list[float]]]
+
+    def send(self, envelopes: Sequence[Envelope], **options: Any) -> None:
+        self.sender.send(envelopes, **options)
+        returned = time.time()
+        enqueued = [e.enqueued_time_utc.timestamp() for e in envelopes if e.enqueued_time_utc]
+        self.calls.append((self.target, returned, enqueued))
+
+
 def _drain(connection: str, queue: str) -> list[Any]:
     with (
         ServiceBusClient.from_connection_string(connection) as client,
@@ -68,13 +93,22 @@ def _drain(connection: str, queue: str) -> list[Any]:
 def test_metrics_and_traces_follow_every_message(
     regions: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sdk = Sdk()
+    sdk = Sdk(sampler=ALWAYS_ON)
     build = assembly.task_telemetry
     monkeypatch.setattr(
         assembly,
         "task_telemetry",
-        lambda topology, task, *, enabled: build(
-            topology, task, enabled=enabled, meter_provider=sdk.meters, tracer_provider=sdk.tracers
+        lambda topology, task, **options: build(
+            topology, task, **options, meter_provider=sdk.meters, tracer_provider=sdk.tracers
+        ),
+    )
+    calls: list[tuple[str, float, list[float]]] = []
+    real_sender = SenderFactory.sender
+    monkeypatch.setattr(
+        SenderFactory,
+        "sender",
+        lambda factory, namespace, entity: TimedSender(
+            real_sender(factory, namespace, entity), f"{namespace}/{entity}", calls
         ),
     )
     environ = {
@@ -133,8 +167,15 @@ def test_metrics_and_traces_follow_every_message(
         ("skipped", "", "LoopPrevention"): 1,
         ("dead_lettered", "weu/telemetry-parked", "MalformedReplicationProperty"): 1,
     }
+    # One lag observation per send call, the lag of its oldest replica: the histogram counts
+    # the send calls and its maximum is the largest replica lag (read right after the send
+    # returned, so the runner's reading is at most a moment later).
     lag = sdk.histogram("replication.lag", **{"replication.target": "neu/telemetry-out"})
-    assert lag.count == len(replicas) == 3
+    send_calls = [(done, enqueued) for target, done, enqueued in calls if target == LAG_TARGET]
+    assert sum(len(enqueued) for _, enqueued in send_calls) == len(replicas) == 3
+    assert lag.count == len(send_calls) >= 1
+    largest = max(done - when for done, enqueued in send_calls for when in enqueued)
+    assert largest <= lag.max <= largest + 1.0
     assert 0 <= lag.min <= lag.max <= elapsed + 5
     assert lag.attributes["messaging.system"] == "servicebus"
     assert lag.attributes["replication.task"] == "telemetry"

@@ -13,6 +13,7 @@ LONGEST = (
     "test_parking_and_redrive.py::test_event_hub_poison_keeps_its_properties_and_position",
     "test_outages.py::test_a_target_down_for_a_while_loses_nothing_and_dead_letters_nothing",
     "test_sessions.py::test_a_session_enabled_all_active_pair_keeps_order_per_session_across_a_kill",
+    "test_session_order_race.py::test_sessions_keep_their_order_when_the_sdk_keep_alive_thread",
     "test_poison.py::test_messages_the_sdk_cannot_decode_reach_the_dead_letter_queue_alone",
     "test_failover.py::test_a_planned_drill_loses_nothing_and_processes_each_message_once",
     "test_outages.py::test_a_flapping_target_loses_nothing",

@@ -26,6 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from replication.planning import PatternOptions
+from replication.rules import SpecModel
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("replication", "patterns", "emulator", "spark")
 
@@ -332,3 +335,41 @@ def test_the_local_host_loads_the_optional_libraries_only_where_a_topology_uses_
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]", f"loaded at start-up: {result.stdout.strip()}"
+
+
+STARTUP_PROBE = """
+import sys
+from pathlib import Path
+import replication.cli.run
+from replication.hosts.local import LocalHost
+from replication.topology import load_topology
+
+topology = load_topology(Path(%r))
+connection = "Endpoint=sb://localhost:1;SharedAccessKeyName=k;SharedAccessKey=v;UseDevelopmentEmulator=true"
+LocalHost(topology, {"SB_WEU": connection, "SB_NEU": connection})
+print(sorted(m for m in %r if m in sys.modules))
+"""
+EXAMPLE = ROOT / "examples" / "two-region-all-active.json"
+
+
+def test_the_local_host_starts_without_what_only_other_topologies_or_commands_need() -> None:
+    """Issue 37 (the local host's start-up): loading a Service Bus topology whose only rules are
+    the patterns' own and building its host leave out the SQL parser (only a rule written in
+    the file needs it), the transforms' registry (only a task with a transform), ``difflib``
+    (only a wrong name), ``asyncio`` (only a transform or an asyncio client) and pydantic's
+    attribute docstring extraction (only the schema)."""
+    unneeded = (
+        "replication.sql",
+        "replication.transforms._registry",
+        "replication.transforms._guard",
+        "difflib",
+        "asyncio",
+    )
+    probe = STARTUP_PROBE % (str(EXAMPLE), unneeded)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]", f"loaded at start-up: {result.stdout.strip()}"
+    for base in (SpecModel, PatternOptions):  # what the docstrings cost is the schema's only
+        assert not base.model_config.get("use_attribute_docstrings")

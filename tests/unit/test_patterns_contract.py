@@ -17,6 +17,7 @@ import pytest
 from replication.envelope import Envelope
 from replication.planning import PATTERN_NAMES, Forward, Target, TaskContext, load_pattern
 from replication.properties import read_state
+from replication.rules import RuleSpec, rule_texts
 
 OPTIONS: dict[str, dict[str, Any]] = {
     "all_active": {},
@@ -108,3 +109,25 @@ def test_malformed_replication_properties_are_dead_lettered_not_dropped(
     decisions = pattern.plan([bad], CONTEXT, options)
     assert decisions
     assert all(type(d).__name__ in {"DeadLetter", "Skip"} for d in decisions)
+
+
+@pytest.mark.parametrize("time_to_live", ["PT1S", "PT2M", "P1D", "P10DT3H4M5S", 59.5])
+def test_a_patterns_subscription_rule_is_one_service_bus_accepts(
+    pattern_and_options: tuple[Any, Any], time_to_live: object
+) -> None:
+    """The patterns build their rules without parsing them (the local host's start-up does
+    without the SQL parser): validated here as a topology file's rule is, texts parsed."""
+    pattern, options = pattern_and_options
+    if "replica_time_to_live" in type(options).model_fields:
+        options = options.model_copy(
+            update={
+                "replica_time_to_live": options.model_validate(
+                    {"replicaTimeToLive": time_to_live}
+                ).replica_time_to_live
+            }
+        )
+    rule = pattern.subscription_rule(options)
+    if rule is None:
+        return
+    assert RuleSpec.model_validate(rule.model_dump()) == rule
+    assert [text.problem() for text in rule_texts(rule, "filter", "action")] == [None, None]

@@ -22,6 +22,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from replication.envelope import Envelope
 from replication.exceptions import (
+    ConfigurationError,
     MessageRejectedError,
     PermanentForwardError,
     TransientForwardError,
@@ -40,11 +41,16 @@ from replication.telemetry import (
     producer_span_context,
     skip_reason,
     telemetry_enabled,
+    traces_sampler,
+    traces_sampler_settings,
 )
+from replication.telemetry._setup import _distro_sampler_settings
 from replication.topology import load_topology
 from tests.otel import Sdk
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SAMPLER = "OTEL_TRACES_SAMPLER"
+SAMPLER_ARG = "OTEL_TRACES_SAMPLER_ARG"
 PRODUCER_TRACE = "0af7651916cd43dd8448eb211c80319c"
 PRODUCER_PARENT = f"00-{PRODUCER_TRACE}-b7ad6b7169203331-01"
 
@@ -80,7 +86,7 @@ def original(name: str, /, **properties: Any) -> Envelope:
     )
 
 
-def test_counts_per_outcome_and_one_lag_observation_per_forwarded_replica() -> None:
+def test_counts_per_outcome_and_one_lag_observation_per_send_call() -> None:
     sdk = Sdk()
     neu, parked = MemoryTarget("neu/orders"), MemoryTarget("weu/replication-parked")
     batch = [
@@ -98,8 +104,9 @@ def test_counts_per_outcome_and_one_lag_observation_per_forwarded_replica() -> N
         ("dead_lettered", "weu/replication-parked", "MalformedReplicationProperty"): 1,
     }
     (lag,) = sdk.points("replication.lag")
-    assert lag.count == 2
-    assert 1.5 < lag.min <= lag.max < 30
+    assert neu.send_calls == 1
+    assert lag.count == neu.send_calls  # one call of two replicas: one observation
+    assert 1.5 < lag.min == lag.max < 30
     assert lag.attributes is not None
     assert lag.attributes["messaging.system"] == "servicebus"
     assert lag.attributes["messaging.destination.name"] == "orders"
@@ -108,6 +115,64 @@ def test_counts_per_outcome_and_one_lag_observation_per_forwarded_replica() -> N
     assert "error.type" not in duration.attributes
     assert "lag_p50=" in outcome.summary()
     assert "forwarded=2" in outcome.summary()
+
+
+def _aged(name: str, seconds: float) -> Envelope:
+    """A message enqueued ``seconds`` ago."""
+    return Envelope(
+        body=b"x",
+        message_id=name,
+        enqueued_time_utc=datetime.now(UTC) - timedelta(seconds=seconds),
+        sequence_number=int(seconds * 10),
+    )
+
+
+@pytest.mark.parametrize("per_replica", [False, True])
+def test_the_lag_is_each_send_calls_oldest_replica_or_every_replica(per_replica: bool) -> None:
+    """Five replicas enqueued 10, 8, 6, 4 and 2 s ago, to a target that acknowledges two per
+    call: three send calls. By default the histogram has one observation per call, its oldest
+    replica's lag (about 10, 6 and 2 s), so its maximum is the largest replica lag; with
+    ``lag_per_replica`` one per replica, as ``REPLICATION_TELEMETRY_LAG=per-replica`` asks.
+    The counter counts the five either way."""
+    sdk = Sdk()
+    topology = load_topology(EXAMPLES / "two-region-all-active.json")
+    task = topology.resolved(topology.task("orders-weu-to-neu"))
+    telemetry = TaskTelemetry(
+        task.name,
+        lag_per_replica=per_replica,
+        meter_provider=sdk.meters,
+        tracer_provider=sdk.tracers,
+    )
+    neu = MemoryTarget("neu/orders", accept_per_call=2)
+    ages = [10.0, 8.0, 6.0, 4.0, 2.0]
+    TaskRunner(
+        task,
+        {Target("neu", "orders"): neu},
+        retry=RetryPolicy(budget=60.0),
+        telemetry=telemetry,
+        sleep=lambda _: None,
+    ).run([_aged(f"m{age}", age) for age in ages])
+    assert neu.send_calls == 3
+    assert sdk.messages()[("forwarded", "neu/orders", "")] == 5
+    (lag,) = sdk.points("replication.lag")
+    expected = ages if per_replica else [10.0, 6.0, 2.0]
+    assert lag.count == len(expected)
+    assert expected[0] <= lag.max < expected[0] + 5
+    assert expected[-1] <= lag.min < expected[-1] + 5
+    assert sum(expected) <= lag.sum < sum(expected) + 5 * len(expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "per_replica"), [(None, False), ("per-send", False), ("Per-Replica", True)]
+)
+def test_the_lag_setting(value: str | None, per_replica: bool) -> None:
+    environ = {} if value is None else {"REPLICATION_TELEMETRY_LAG": value}
+    assert Settings.from_environ(environ).lag_per_replica is per_replica
+
+
+def test_an_unknown_lag_setting_is_refused_naming_it() -> None:
+    with pytest.raises(ConfigurationError, match="REPLICATION_TELEMETRY_LAG"):
+        Settings.from_environ({"REPLICATION_TELEMETRY_LAG": "sometimes"})
 
 
 def test_a_failed_batch_counts_its_unsent_replicas_and_each_failed_send() -> None:
@@ -282,6 +347,21 @@ def test_exporters_are_configured_only_when_asked() -> None:
     )
 
 
+def _fresh_interpreter(code: str, environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a new interpreter at the repository's root: the global providers it
+    installs cannot be undone in this one. The sampler settings of this process are left out
+    unless ``environ`` names them."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_TRACES_SAMPLER")}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**clean, **environ},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 CONSOLE_RUN = """
 import os
 from pathlib import Path
@@ -307,14 +387,84 @@ trace.get_tracer_provider().shutdown()
 
 
 def test_local_console_telemetry_prints_metrics_and_spans() -> None:
-    """In a fresh interpreter: the global providers it installs cannot be undone in this one."""
-    root = Path(__file__).resolve().parents[2]
-    result = subprocess.run(
-        [sys.executable, "-c", CONSOLE_RUN], cwd=root, capture_output=True, text=True, timeout=60
-    )
+    """In a fresh interpreter: the global providers it installs cannot be undone in this one.
+    Every span is sampled (``OTEL_TRACES_SAMPLER=always_on``): the batch starts a trace, which
+    the default sampler records one time in ten."""
+    result = _fresh_interpreter(CONSOLE_RUN, {"OTEL_TRACES_SAMPLER": "always_on"})
     assert result.returncode == 0, result.stderr
     assert '"name": "replication.messages"' in result.stdout
     assert '"name": "send orders"' in result.stdout
+
+
+SAMPLER_RUN = """
+from opentelemetry import trace
+from replication.settings import Settings
+from replication.telemetry import configure_local_telemetry
+
+assert configure_local_telemetry(Settings.from_environ({"REPLICATION_TELEMETRY": "console"}))
+print(trace.get_tracer_provider().sampler.get_description())
+"""
+
+
+def test_local_traces_are_sampled_parent_based_with_ten_percent_of_the_roots_by_default() -> None:
+    """In a fresh interpreter (the global TracerProvider is set once per process)."""
+    result = _fresh_interpreter(SAMPLER_RUN, {})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ParentBased{root:TraceIdRatioBased{0.1},"), result.stdout
+
+
+@pytest.mark.parametrize(
+    ("environ", "sampler"),
+    [
+        ({}, "ParentBased{root:TraceIdRatioBased{0.1},"),
+        ({"OTEL_TRACES_SAMPLER_ARG": "0.25"}, "ParentBased{root:TraceIdRatioBased{0.25},"),
+        ({"OTEL_TRACES_SAMPLER": "always_on"}, None),
+        ({"OTEL_TRACES_SAMPLER": "parentbased_traceidratio"}, None),
+    ],
+)
+def test_the_local_sampler_is_the_standard_settings_or_the_default(
+    environ: dict[str, str], sampler: str | None
+) -> None:
+    """None: the SDK's TracerProvider reads the standard settings itself."""
+    found = traces_sampler(environ)
+    if sampler is None:
+        assert found is None
+    else:
+        assert found.get_description().startswith(sampler)
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        (
+            {},
+            {"OTEL_TRACES_SAMPLER": "parentbased_trace_id_ratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"},
+        ),
+        (
+            {SAMPLER: "traceidratio", SAMPLER_ARG: "0.5"},
+            {SAMPLER: "trace_id_ratio", SAMPLER_ARG: "0.5"},
+        ),
+        (
+            {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio"},
+            {"OTEL_TRACES_SAMPLER": "parentbased_trace_id_ratio"},
+        ),
+        ({SAMPLER: "always_off"}, {}),
+    ],
+)
+def test_the_function_app_names_the_ratio_samplers_as_the_azure_monitor_distro_does(
+    environ: dict[str, str], expected: dict[str, str]
+) -> None:
+    """What ``configure_function_app_telemetry`` puts in the environment before calling
+    ``configure_azure_monitor`` (checked end to end in a fresh interpreter below)."""
+    assert _distro_sampler_settings(environ) == expected
+
+
+def test_the_default_sampler_ratio_must_be_a_ratio() -> None:
+    assert traces_sampler_settings({"OTEL_TRACES_SAMPLER": "always_off"}) == {}
+    with pytest.raises(ConfigurationError, match="OTEL_TRACES_SAMPLER_ARG"):
+        traces_sampler_settings({"OTEL_TRACES_SAMPLER_ARG": "ten percent"})
+    with pytest.raises(ConfigurationError, match="OTEL_TRACES_SAMPLER_ARG"):
+        traces_sampler_settings({"OTEL_TRACES_SAMPLER_ARG": "10"})
 
 
 INTERVAL_RUN = """
@@ -376,6 +526,7 @@ def test_a_rejected_message_without_a_parking_entity_counts_as_failed() -> None:
 
 
 AZURE_MONITOR_RUN = """
+import os
 from azure.core.settings import settings
 from opentelemetry import metrics, trace
 from replication.settings import Settings
@@ -388,21 +539,20 @@ assert configure_function_app_telemetry(
 assert type(metrics.get_meter_provider()).__module__.startswith("opentelemetry.sdk")
 assert type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.sdk")
 assert settings.tracing_implementation() is None, "SDK tracing would replace traceparent"
+description = trace.get_tracer_provider().sampler.get_description()
+assert description.startswith(os.environ["EXPECTED_SAMPLER"]), description
 """
 
 
 def test_the_function_app_exports_to_azure_monitor_with_a_connection_string() -> None:
-    """In a fresh interpreter, against an ingestion endpoint that refuses connections."""
-    root = Path(__file__).resolve().parents[2]
-    environ = {**os.environ, "APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL": "true"}
-    result = subprocess.run(
-        [sys.executable, "-c", AZURE_MONITOR_RUN],
-        cwd=root,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    """In a fresh interpreter, against an ingestion endpoint that refuses connections; traces
+    are sampled as in local runs (parent-based, 10 % of the roots), not by the distro's own
+    default (5 traces a second), although the distro spells the ratio samplers its own way."""
+    environ = {
+        "APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL": "true",
+        "EXPECTED_SAMPLER": "ParentBased{root:TraceIdRatioBased{0.1},",
+    }
+    result = _fresh_interpreter(AZURE_MONITOR_RUN, environ)
     assert result.returncode == 0, result.stderr
 
 

@@ -10,8 +10,9 @@
   (a scan by peeking, then lock-receiving and settling one by one);
 - ``_loops``: the local host's receive loops (:func:`run_servicebus_source`,
   :func:`run_servicebus_session_source`) with their one settle step, lock renewal
-  (:class:`LockKeeper`, on one :class:`LockRenewer` thread per loop) and the isolation of a
-  message the SDK cannot decode;
+  (:class:`LockKeeper`, on one :class:`LockRenewer` thread per loop), the isolation of a
+  message the SDK cannot decode, receivers read by one thread (:func:`loop_receiver`) and the
+  order guard of a session (:class:`SessionOrder`);
 - ``_heartbeats``: the heartbeat reader of a receiving namespace
   (:func:`run_heartbeat_reader`) and the peek of its newest unread heartbeats;
 - ``_peek``: :class:`ServiceBusPeeker`, re-reading a source's messages by sequence number
@@ -33,6 +34,9 @@ from ._loops import (
     Isolation,
     LockKeeper,
     LockRenewer,
+    SessionOrder,
+    hold_stopped_session,
+    loop_receiver,
     overdue_after,
     run_servicebus_session_source,
     run_servicebus_source,
@@ -57,8 +61,11 @@ __all__ = [
     "LockingReceiver",
     "Peeked",
     "ServiceBusPeeker",
+    "SessionOrder",
     "entity_receiver",
     "envelope_from_received",
+    "hold_stopped_session",
+    "loop_receiver",
     "overdue_after",
     "peek_latest_heartbeats",
     "peek_pages",

@@ -6,8 +6,9 @@ with the SDK, with the host's semantics, and never give up (each runs under
 :func:`~replication.runtime.supervise`, which reconnects with backoff and reports the failure
 in the task's :class:`~replication.runtime.TaskStatus`):
 
-- PEEK_LOCK, no prefetch: a batch is completed when the runner returns; when it raises, every
-  message of the batch is abandoned, so the broker redelivers it in order. Locks are renewed
+- PEEK_LOCK, one thread per connection (:func:`loop_receiver`): a batch is completed when the
+  runner returns; when it raises, every message of the batch is abandoned, so the broker
+  redelivers it in order. Locks are renewed
   while the batch is in flight (:class:`LockKeeper`), as the Functions host does for single
   messages, so a slow send does not lose them. A message whose body or properties cannot be
   read is dead-lettered in the source at once with the converter's reason. A settlement that
@@ -15,7 +16,34 @@ in the task's :class:`~replication.runtime.TaskStatus`):
   ledger or the target's duplicate detection drops the copy. This settle step
   (:func:`_settle_batch`) is the one for both loops below.
 - A session-enabled source is read one session at a time per loop
-  (:func:`run_servicebus_session_source`; the host runs :data:`CONCURRENT_SESSIONS`).
+  (:func:`run_servicebus_session_source`; the host runs :data:`CONCURRENT_SESSIONS`). Its
+  messages are forwarded only in their order: a batch whose sequence numbers go back (below
+  one of its own or below what the loop already settled of the session) stops that session
+  (:class:`SessionOrder`): nothing more of it is forwarded while this process runs, and an
+  ERROR says which messages came in which order.
+
+**One thread reads each receiver's connection.** azure-servicebus 7.15.0's sync receiver
+without prefetch forces a keep-alive thread that reads the connection every 5 s beside the
+receiving thread (``keep_alive_interval=... if self._prefetch_count != 0 else 5`` in
+``_servicebus_receiver.py``), and the two handle the frames they read outside the transport's
+lock (``_pyamqp/_connection.py`` ``_read_frame``; ``ReceiverLink._incoming_transfer``). A
+transfer the keep-alive thread reads is then handed over after transfers the receiving thread
+read later, or released after the receive returned and delivered again after them: a session's
+messages out of order (reproduced by ``tests/faults/test_session_order_race.py``), and, when
+both threads settle one delivery, a message that stays locked until its lock expires (late by a
+lock duration). A receiver with a prefetch and ``keep_alive=0`` (the receiver's own option:
+the client does not pass its ``keep_alive`` on, and the default starts a thread every 30 s) has
+no such thread, so the loops receive with a prefetch of one batch (:func:`loop_receiver`):
+while a batch is in flight the next one may already be locked in the SDK's buffer, and its
+locks are not renewed. A message whose lock expired there is still replicated when its turn
+comes, in its order (its completion then fails and the broker's redelivery is dropped by the
+runner's ledger). A batch that failed is abandoned and the receiver closed at once, which
+releases what it had prefetched (a session receiver's close releases its session with its
+unsettled messages): the abandoned messages come back first, the prefetched ones behind them,
+as without prefetch. Only a loop isolating a
+message the SDK cannot decode (:class:`Isolation`) receives without prefetch, one message per
+call, where only one transfer is ever in flight and the keep-alive thread has nothing to
+reorder.
 
 Messages the SDK cannot decode (azure-servicebus 7.15.0, measured against the emulator in
 ``tests/e2e/test_poison_messages.py``) never reach the converters, because the SDK decodes
@@ -50,12 +78,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Protocol
 
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
+    ServiceBusClient,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
     ServiceBusSession,
+    ServiceBusSessionFilter,
 )
 from azure.servicebus.exceptions import (
     OperationTimeoutError,
@@ -65,7 +96,12 @@ from azure.servicebus.exceptions import (
 )
 
 from replication.envelope import Envelope
-from replication.exceptions import MessageRejectedError, ReplicationError, UnreadableTransferError
+from replication.exceptions import (
+    MessageRejectedError,
+    ReplicationError,
+    SessionOrderError,
+    UnreadableTransferError,
+)
 from replication.runtime import (
     BatchOutcome,
     RetryPolicy,
@@ -109,10 +145,13 @@ def run_servicebus_source(
     receive failed."""
     isolation = isolation or Isolation()
     with servicebus_client(namespace, settings) as client, LockRenewer() as renewer:
-        receiver = source_receiver(client, source, wait=1)
+        alone = isolation.active()
+        receiver = loop_receiver(client, source, isolation, max_batch_size, wait=1)
         with receiver:
             instant_empties = 0
             while not stop.is_set():
+                if alone and not isolation.active():
+                    return  # the isolation is over: reconnect with a prefetch again
                 asked = time.monotonic()
                 messages = _receive(receiver, isolation, max_batch_size)
                 if not messages:
@@ -130,13 +169,13 @@ def run_servicebus_source(
                     limit=lock_renewal_seconds,
                     renewer=renewer,
                     overdue=overdue_after(runner.retry),
-                    what=f"{source.namespace}/{source.entity_path}: "
-                    f"a batch of {len(messages)} message(s)",
+                    what=f"{source.describe()}: a batch of {len(messages)} message(s)",
                 ):
                     outcome = _run_servicebus_batch(
                         receiver, messages, runner, source=source.entity_path
                     )
-                _settle_batch(receiver, outcome, runner, status)
+                if not _settle_batch(receiver, outcome, runner, status):
+                    return  # reconnect: the prefetched messages go back behind the batch
 
 
 CONCURRENT_SESSIONS = 8
@@ -190,8 +229,13 @@ def run_servicebus_session_source(
         LockRenewer() as renewer,
     ):
         while not stop.is_set():
-            receiver = source_receiver(
-                client, source, wait=SESSION_IDLE_SECONDS, session_id=NEXT_AVAILABLE_SESSION
+            receiver = loop_receiver(
+                client,
+                source,
+                isolation,
+                max_batch_size,
+                wait=SESSION_IDLE_SECONDS,
+                session_id=NEXT_AVAILABLE_SESSION,
             )
             try:
                 receiver.__enter__()
@@ -203,6 +247,23 @@ def run_servicebus_session_source(
                     receiver, runner, stop, status, source, isolation,
                     max_batch_size=max_batch_size, limit=lock_renewal_seconds, renewer=renewer,
                 )  # fmt: skip
+
+
+def loop_receiver(
+    client: ServiceBusClient,
+    source: EntityRef,
+    isolation: Isolation,
+    max_batch_size: int,
+    *,
+    wait: float,
+    session_id: str | ServiceBusSessionFilter | None = None,
+) -> ServiceBusReceiver:
+    """The receiver of a loop's turn, read by one thread only: a prefetch of one batch (without a
+    keep-alive thread, see :func:`source_receiver`), or none while ``isolation`` receives one
+    message per call (then the SDK's keep-alive thread runs,
+    but with one transfer in flight at a time it cannot hand two over out of order)."""
+    prefetch = 0 if isolation.active() else max_batch_size
+    return source_receiver(client, source, wait=wait, session_id=session_id, prefetch=prefetch)
 
 
 def _no_session(receiver: ServiceBusReceiver, status: TaskStatus) -> None:
@@ -228,6 +289,7 @@ def _drain_session(
     lock_duration = max(
         1.0, remaining_lock([session.locked_until_utc] if session.locked_until_utc else [])
     )
+    order = SessionOrder(source.describe(), session.session_id)
     while not stop.is_set():
         if (
             session.locked_until_utc
@@ -245,16 +307,135 @@ def _drain_session(
         if not messages:
             status.touch()
             return  # idle: release the session, take the next one
+        try:
+            order.check(messages)
+        except SessionOrderError as error:
+            for message in messages:
+                _settle(receiver.abandon_message, message)
+            hold_stopped_session(
+                session.renew_lock, stop, status, error, renew_every=max(1.0, lock_duration / 2)
+            )
+            return
         with LockKeeper.for_session(
             session,
             limit=limit,
             renewer=renewer,
             overdue=overdue_after(runner.retry),
-            what=f"{source.namespace}/{source.entity_path}: a batch of {len(messages)} "
+            what=f"{source.describe()}: a batch of {len(messages)} "
             f"message(s) of session {session.session_id}",
         ):
             outcome = _run_servicebus_batch(receiver, messages, runner, source=source.entity_path)
-        _settle_batch(receiver, outcome, runner, status)
+        if not _settle_batch(receiver, outcome, runner, status):
+            return  # release the session: the prefetched messages go back behind the batch
+        order.settled(messages)
+
+
+class Sequenced(Protocol):
+    """What :class:`SessionOrder` reads of a received message."""
+
+    @property
+    def sequence_number(self) -> int | None: ...
+
+    @property
+    def scheduled_enqueue_time_utc(self) -> datetime | None: ...
+
+
+class SessionOrder:
+    """The order of one held session's messages, as the loop forwards them.
+
+    Service Bus delivers a session's messages in the order of their sequence numbers, which
+    the broker assigns as it stores them. A batch is checked before anything of it is sent:
+    its sequence numbers must increase, and start above the highest one this turn has already
+    settled (a failed batch is abandoned and comes back from its first message, so it is not
+    counted as settled). A scheduled message is left out of the check: it has the sequence
+    number it got when it was scheduled and is delivered when its time comes, after messages
+    stored later. Anything else going back means a message reached the loop after one that
+    followed it (:class:`~replication.exceptions.SessionOrderError`): the SDK or the broker
+    broke the order, and forwarding it would break it at the target too.
+    """
+
+    def __init__(self, entity: str, session_id: str) -> None:
+        self.entity = entity
+        self.session_id = session_id
+        self.settled_up_to = -1
+        """The highest sequence number this turn settled (-1: none yet)."""
+
+    def check(self, messages: Sequence[Sequenced]) -> None:
+        """Raise :class:`SessionOrderError` when ``messages`` are not in their session's order
+        after what was settled."""
+        last = self.settled_up_to
+        for message in messages:
+            number = message.sequence_number
+            if number is None or message.scheduled_enqueue_time_utc is not None:
+                continue
+            if number <= last:
+                numbers = [m.sequence_number for m in messages]
+                raise SessionOrderError(
+                    f"{self.entity}: session {self.session_id}: message {number} arrived after "
+                    f"message {last} (this turn settled up to {self.settled_up_to}; the batch: "
+                    f"{_ranges(numbers)})"
+                )
+            last = number
+
+    def settled(self, messages: Sequence[Sequenced]) -> None:
+        """``messages`` (a checked batch) were settled."""
+        numbers = [m.sequence_number for m in messages if m.sequence_number is not None]
+        self.settled_up_to = max([self.settled_up_to, *numbers])
+
+
+STOPPED_SESSION_REMINDER_SECONDS = 600.0
+"""How often a stopped session is reported again while this process holds it."""
+
+
+def hold_stopped_session(
+    renew: Callable[[], object],
+    stop: threading.Event,
+    status: TaskStatus,
+    error: SessionOrderError,
+    renew_every: float,
+) -> None:
+    """Stop forwarding a session whose order broke: its batch was given back, and the session
+    is held (its lock renewed with ``renew`` every ``renew_every`` seconds, nothing received)
+    until this process stops, so that no loop forwards the late message after the ones that
+    overtook it. Reported at ERROR now and every :data:`STOPPED_SESSION_REMINDER_SECONDS`, each
+    time as a failure of the task."""
+    reported = -STOPPED_SESSION_REMINDER_SECONDS
+    while not stop.is_set():
+        now = time.monotonic()
+        if now - reported >= STOPPED_SESSION_REMINDER_SECONDS:
+            reported = now
+            status.record_failure(error)
+            logger.error(
+                "%s; the session is stopped: none of its messages is forwarded while this "
+                "process runs (the late message stays in the source; check the target's order "
+                "for this session before restarting)",
+                error,
+            )
+        stop.wait(min(STOPPED_SESSION_REMINDER_SECONDS, renew_every))
+        if stop.is_set():
+            return
+        try:
+            renew()
+        except (ServiceBusError, ValueError) as renewal:
+            logger.error(
+                "%s: cannot keep the session stopped (%s): another loop may forward it",
+                error,
+                describe(renewal),
+            )
+            return
+
+
+def _ranges(numbers: Sequence[int | None]) -> str:
+    """Sequence numbers as runs, for a log line: ``5-9, 3, 10-12``."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if number is None:
+            continue
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def _receive(
@@ -297,8 +478,12 @@ class Isolation:
     def begin(self) -> None:
         self._until = time.monotonic() + self.WINDOW_SECONDS
 
+    def active(self) -> bool:
+        """Whether messages are received one at a time now."""
+        return time.monotonic() < self._until
+
     def batch_size(self, normal: int) -> int:
-        return 1 if time.monotonic() < self._until else normal
+        return 1 if self.active() else normal
 
 
 class LockRenewer:
@@ -581,7 +766,9 @@ def _run_servicebus_batch(
 
 def _settle_batch(
     receiver: ServiceBusReceiver, batch: _ServiceBusBatch, runner: TaskRunner, status: TaskStatus
-) -> None:
+) -> bool:
+    """Settle a batch the runner ran; False when it failed and was abandoned (the caller then
+    closes the receiver, see the module docstring)."""
     for message, rejection in batch.unreadable:
         logger.warning("dead-lettering a message that cannot be read: %s", rejection)
         _settle(receiver.dead_letter_message, message, rejection.reason, str(rejection)[:1024])
@@ -597,7 +784,7 @@ def _settle_batch(
         )
         for message in batch.accepted:
             _settle(receiver.abandon_message, message)
-        return
+        return False
     # A message whose parked copy could only be a notice (too large for the parking entity)
     # stays whole in the source's dead-letter queue, which the notice points to.
     keep = {d.source.sequence_number: d for d in batch.outcome.dead_letter_in_source}
@@ -618,6 +805,7 @@ def _settle_batch(
         len(batch.accepted) + unreadable, parked=len(batch.outcome.dead_lettered) + unreadable
     )
     _log_outcome(runner, batch.outcome)
+    return True
 
 
 def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *args: str) -> None:
@@ -650,6 +838,9 @@ __all__ = [
     "Isolation",
     "LockKeeper",
     "LockRenewer",
+    "SessionOrder",
+    "hold_stopped_session",
+    "loop_receiver",
     "overdue_after",
     "run_servicebus_session_source",
     "run_servicebus_source",

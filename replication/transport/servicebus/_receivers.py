@@ -4,10 +4,13 @@ Every part of the project that reads a Service Bus entity (the local host's rece
 heartbeat reader, ``status``, ``redrive``, the Function app's re-read of a batch) builds its
 receiver here:
 
-- :func:`entity_receiver`: a PEEK_LOCK receiver without prefetch of a queue, or of a topic's
-  subscription when one is named, or of either's dead-letter queue; of one session (or the
-  next available one) when asked. Without prefetch, a message is locked only when the caller
-  asks for it, so nothing waits locked in a buffer while a batch is being replicated.
+- :func:`entity_receiver`: a PEEK_LOCK receiver of a queue, or of a topic's subscription when
+  one is named, or of either's dead-letter queue; of one session (or the next available one)
+  when asked. Without prefetch (the default), a message is locked only when the caller asks
+  for it, so nothing waits locked in a buffer while a batch is being replicated; the local
+  host's receive loops ask for a prefetch instead (see ``_loops``: a receiver without prefetch
+  has a second thread reading its connection, which can hand messages over out of order; one
+  with a prefetch is given ``keep_alive=0``, so it has none).
 - :func:`source_receiver`: the same for a task's source (an :class:`EntityRef`).
 - :func:`peek_pages`: every message from a sequence number on, page by page, by peeking: no
   lock is taken and no delivery is counted, locked and scheduled messages included.
@@ -16,6 +19,7 @@ receiver here:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from azure.servicebus import (
     AutoLockRenewer,
@@ -43,28 +47,39 @@ def entity_receiver(
     wait: float | None = None,
     auto_lock_renewer: AutoLockRenewer | None = None,
     session_id: str | ServiceBusSessionFilter | None = None,
+    prefetch: int = 0,
 ) -> ServiceBusReceiver:
-    """A PEEK_LOCK receiver without prefetch of a queue, or of a topic's subscription when one
-    is named (of its dead-letter queue with ``dead_letter``); of the session ``session_id``, or
-    ``NEXT_AVAILABLE_SESSION``, when one is given. ``wait``: the SDK's ``max_wait_time``."""
+    """A PEEK_LOCK receiver of a queue, or of a topic's subscription when one is named (of its
+    dead-letter queue with ``dead_letter``); of the session ``session_id``, or
+    ``NEXT_AVAILABLE_SESSION``, when one is given. ``wait``: the SDK's ``max_wait_time``;
+    ``prefetch``: its ``prefetch_count`` (none by default).
+
+    A receiver with a prefetch gets ``keep_alive=0``, so that no keep-alive thread reads its
+    connection beside the caller's (see ``_loops``). The option must be the receiver's own: the
+    client does not pass its ``keep_alive`` on to the receivers it makes (``get_queue_receiver``
+    in azure-servicebus 7.15.0's ``_servicebus_client.py``), and a receiver without it starts a
+    thread every 30 s. Without prefetch the SDK starts one every 5 s whatever it is given."""
     sub_queue = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
+    options: dict[str, Any] = {"keep_alive": 0} if prefetch else {}
     if subscription is not None:
         return client.get_subscription_receiver(
             entity,
             subscription,
             sub_queue=sub_queue,
             max_wait_time=wait,
-            prefetch_count=0,
+            prefetch_count=prefetch,
             auto_lock_renewer=auto_lock_renewer,
             session_id=session_id,
+            **options,
         )
     return client.get_queue_receiver(
         entity,
         sub_queue=sub_queue,
         max_wait_time=wait,
-        prefetch_count=0,
+        prefetch_count=prefetch,
         auto_lock_renewer=auto_lock_renewer,
         session_id=session_id,
+        **options,
     )
 
 
@@ -75,6 +90,7 @@ def source_receiver(
     wait: float | None,
     auto_lock_renewer: AutoLockRenewer | None = None,
     session_id: str | ServiceBusSessionFilter | None = None,
+    prefetch: int = 0,
 ) -> ServiceBusReceiver:
     """A PEEK_LOCK receiver of a task's Service Bus source (or of its dead-letter queue when
     ``source.dead_letter_queue`` is set), of one session when ``session_id`` is given."""
@@ -86,6 +102,7 @@ def source_receiver(
         wait=wait,
         auto_lock_renewer=auto_lock_renewer,
         session_id=session_id,
+        prefetch=prefetch,
     )
 
 

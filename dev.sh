@@ -354,10 +354,16 @@ lane() {
     # lane TIER...: run the tiers one after another, each tier's output kept in a file and shown
     # whole when the tier ends (the lanes run side by side; flock keeps their output apart).
     # Each tier's time and status go to $RESULTS/times, failures to $RESULTS/failed.
-    local tier started status
+    # The CPU time of each tier is what the lane's subshell gathers from the processes it waited
+    # for (cutime and cstime in /proc/PID/stat, clock ticks): the tiers share two cores, so their
+    # CPU seconds, not their wall time, say which one makes the run long.
+    local tier started status stat cpu_before ticks
+    ticks=$(getconf CLK_TCK)
     for tier in "$@"; do
         started=$SECONDS
         status=0
+        read -r -a stat < "/proc/$BASHPID/stat"
+        cpu_before=$((stat[15] + stat[16]))
         case "$tier" in
             ruff) lint ;;
             mypy) typecheck ;;
@@ -375,10 +381,12 @@ lane() {
             docs) { wait_for_setups system && pytest_tier docs "${TIER_ARGS[@]}"; } ;;
             *) pytest_tier "$tier" "${TIER_ARGS[@]}" ;;
         esac > "$RESULTS/$tier.log" 2>&1 || status=$?
+        read -r -a stat < "/proc/$BASHPID/stat"
         (
             flock 9
             cat "$RESULTS/$tier.log" >&2
-            printf '%s %d %d\n' "$tier" $((SECONDS - started)) "$status" >> "$RESULTS/times"
+            printf '%s %d %d %d\n' "$tier" $((SECONDS - started)) "$status" \
+                $(((stat[15] + stat[16] - cpu_before) / ticks)) >> "$RESULTS/times"
         ) 9> "$RESULTS/output.lock"
     done
 }
@@ -414,8 +422,8 @@ run_tests() {
         pids+=($!)
     done
     wait "${pids[@]}" || true
-    while read -r tier seconds status; do
-        STEP_TIMES+=("$(printf '%-9s %5d s' "$tier" "$seconds")$(
+    while read -r tier seconds status cpu; do
+        STEP_TIMES+=("$(printf '%-9s %5d s  %5d s CPU' "$tier" "$seconds" "$cpu")$(
             [ "$status" -eq 0 ] || printf '  (failed, exit %d)' "$status")")
         [ "$status" -eq 0 ] || FAILED_TIERS+=("$tier")
     done < "$RESULTS/times"

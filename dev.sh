@@ -270,7 +270,9 @@ pytest_tier() {
     # collects what it is given.
     read -r -a paths <<< "$("$VENV/bin/python" -c \
         "from tests.conftest import TIER_PATHS; print(*TIER_PATHS['$tier'])")"
-    "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" "${paths[@]}" "$@" || status=$?
+    # --durations: the slowest tests in the log, to see where a long run went.
+    "$VENV/bin/python" -m pytest --tier="$tier" "${parallel[@]}" --durations=10 "${paths[@]}" "$@" ||
+        status=$?
     # Exit 5 (no tests collected) fails CI, unless the caller's arguments narrowed the run.
     if [ "$status" -eq 5 ] && [ "$#" -gt 0 ]; then
         log "no $tier tests among the arguments"

@@ -30,7 +30,12 @@ from azure.servicebus import (
     ServiceBusClient,
     ServiceBusMessage,
 )
-from azure.servicebus.exceptions import MessageSizeExceededError, OperationTimeoutError
+from azure.servicebus.exceptions import (
+    MessageLockLostError,
+    MessageSizeExceededError,
+    OperationTimeoutError,
+    SessionLockLostError,
+)
 
 from replication.hosts.local import thread_stacks
 from replication.render.emulator_config import emulator_config
@@ -268,7 +273,11 @@ class Cluster:
         waits with back-off, about 20 s per drain; any other failure fails the drain). Within a
         session a receive that waits :data:`SESSION_TAIL_SECONDS` for nothing ends it: a message
         that reaches the receiver later is not lost, it stays locked with the session, comes
-        back when the receiver closes, and the next attach takes the session again."""
+        back when the receiver closes, and the next attach takes the session again. A session
+        whose lock expired before a message was completed (a loaded machine, a short lock) is
+        left at that message, which is not recorded: the session is taken again from it, in
+        order; its SessionId stays in the result, so a caller asking "was anything there?" hears
+        yes."""
         sessions: dict[str, list[Any]] = {}
         with ThreadPoolExecutor(SESSION_READERS) as pool:
             readers = [
@@ -305,10 +314,8 @@ class Cluster:
                     except OperationTimeoutError:  # attached, then no session came
                         return
                     session_id = str(receiver.session.session_id)
-                    while batch:
-                        for message in batch:
-                            sessions.setdefault(session_id, []).append(message)
-                            receiver.complete_message(message)
+                    received = sessions.setdefault(session_id, [])
+                    while batch and _complete_in_order(receiver, batch, received):
                         batch = receiver.receive_messages(
                             max_message_count=100, max_wait_time=SESSION_TAIL_SECONDS
                         )
@@ -336,6 +343,19 @@ class Cluster:
             entity_receiver(client, entity, subscription, dead_letter=dead_letter) as receiver,
         ):
             return [message for page in peek_pages(receiver) for message in page]
+
+
+def _complete_in_order(receiver: Any, batch: Sequence[Any], received: list[Any]) -> bool:
+    """Complete ``batch``'s messages one by one, appending each to ``received`` once settled;
+    False at the first whose lock was lost (it and the ones after it come back with the
+    session)."""
+    for message in batch:
+        try:
+            receiver.complete_message(message)
+        except (MessageLockLostError, SessionLockLostError):
+            return False
+        received.append(message)
+    return True
 
 
 def message_ids(messages: Sequence[Any]) -> Counter[str]:

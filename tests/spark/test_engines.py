@@ -38,7 +38,10 @@ from tests.spark.engines import (
 from tests.spark.test_capture_input import CAPTURE_SCHEMA
 from tests.spark.test_dedup_audit import REGIONS, write_inputs
 
-pytestmark = pytest.mark.spark
+# A standalone cluster runs each audit in a driver and two executors of their own (JVMs and
+# Python workers), beside the Connect server's: minutes on a loaded 2-core machine, more than
+# the suite's default limit of 300 s, which counts the module's cluster start-up as well.
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
 fastavro = pytest.importorskip("fastavro")
 

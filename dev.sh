@@ -186,6 +186,15 @@ run_demo() {
 # several processes (tests/conftest.py says what each tier needs).
 STEP_TIMES=()
 RUN_STARTED=$SECONDS
+
+machine_ticks() {
+    # "BUSY ALL": the clock ticks of every core since boot, busy and all (/proc/stat's first line).
+    local _cpu user nice system idle iowait irq softirq steal _rest
+    read -r _cpu user nice system idle iowait irq softirq steal _rest < /proc/stat
+    echo "$((user + nice + system + irq + softirq + steal))" \
+        "$((user + nice + system + idle + iowait + irq + softirq + steal))"
+}
+read -r BUSY_AT_START ALL_AT_START <<< "$(machine_ticks)"
 STEP=""
 STEP_STARTED=0
 
@@ -220,7 +229,13 @@ print_step_times() {
         STEP_TIMES+=("$(printf '%-9s %5d s  (failed)' "$STEP" $((SECONDS - STEP_STARTED)))")
     fi
     [ "${#STEP_TIMES[@]}" -gt 0 ] || return 0
-    log "times: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    local busy all
+    read -r busy all <<< "$(machine_ticks)"
+    busy=$((busy - BUSY_AT_START))
+    all=$((all - ALL_AT_START))
+    log "times: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
+        "the machine busy $((busy / $(getconf CLK_TCK))) of $((all / $(getconf CLK_TCK)))" \
+        "core-seconds ($((all > 0 ? 100 * busy / all : 0)) %)"
     printf '  %s\n' "${STEP_TIMES[@]}" >&2
     printf '  %-9s %5d s\n' total $((SECONDS - RUN_STARTED)) >&2
 }

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from replication.properties import REPL_HOPS, REPL_ORIGIN, REPL_PATH
+from replication.showcase import SHORT_RUN_JVM
 from spark.dedup_audit import main
 from tests.spark.engines import (
     ROOT,
@@ -141,8 +142,9 @@ def submit(cluster: Engine, arguments: list[str], cwd: Path) -> None:
          "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=512m",
          "--conf", "spark.cores.max=2", "--conf", "spark.ui.enabled=false",
          "--conf", "spark.sql.shuffle.partitions=4",
-         "--conf", "spark.driver.extraJavaOptions=-Duser.timezone=UTC",
-         "--conf", "spark.executor.extraJavaOptions=-Duser.timezone=UTC",
+         # The driver and the executors with the Spark tests' short-run JVM options too.
+         "--conf", f"spark.driver.extraJavaOptions=-Duser.timezone=UTC {SHORT_RUN_JVM}",
+         "--conf", f"spark.executor.extraJavaOptions=-Duser.timezone=UTC {SHORT_RUN_JVM}",
          str(ROOT / "spark" / "dedup_audit.py"), *arguments],
         cwd,
     )  # fmt: skip

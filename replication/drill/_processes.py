@@ -30,7 +30,10 @@ from replication.layout import CHECKOUT_ROOT, child_environment
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology
 
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0
+"""How long an emulator or Azurite may take to listen before the drill gives up: a deadline for
+failing, never waited out when the process starts (the emulator's own default, 60 s; a loaded
+2-core machine took more than 30 s to import and start one)."""
 AZURITE_SETTING = "REPLICATION_AZURITE"
 """Names the ``azurite-blob`` command to run, where it is neither on ``PATH`` nor in a
 checkout's ``node_modules``."""

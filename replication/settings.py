@@ -37,6 +37,12 @@ by the feature that needs them:
                                           ``replication.failover``
 ``REPLICATION_FAILOVER_CONTAINER``        their blob container (default
                                           ``replication-failover``)
+``REPLICATION_CAPTURE_STORAGE``           Service Bus captures (:mod:`replication.capture`):
+                                          a storage connection string for every capture
+                                          (local runs: Azurite); unset, each capture writes
+                                          to ``https://<storageAccount>.blob.core.windows.
+                                          net`` of its ``capture`` section with the app's
+                                          identity (``__credential`` / ``__clientId``)
 ``PYDANTIC_DISABLE_PLUGINS``              pydantic's: the command line sets it to ``__all__``
                                           when it is not set (no plugin scan at start);
                                           empty: pydantic loads its plugins
@@ -75,6 +81,7 @@ KEY_VAULT_URI_SETTING = "REPLICATION_KEY_VAULT_URI"
 STORAGE_SETTING = "AzureWebJobsStorage"
 CONTAINER_SETTING = "REPLICATION_CHECKPOINT_CONTAINER"
 DEFAULT_CONTAINER = "replication-checkpoints"
+CAPTURE_STORAGE_SETTING = "REPLICATION_CAPTURE_STORAGE"
 
 OFF_VALUES = frozenset({"off", "false", "0", "no", "none", "disabled"})
 CONSOLE = "console"
@@ -156,6 +163,8 @@ class Settings(BaseModel):
     key_vault_uri: str | None = None
     checkpoint_container: str = DEFAULT_CONTAINER
     storage: Connection = Connection(name=STORAGE_SETTING)
+    capture_storage: Connection = Connection(name=CAPTURE_STORAGE_SETTING)
+    """Where Service Bus captures write (:mod:`replication.capture`)."""
     connections: Mapping[str, Connection] = {}
 
     @classmethod
@@ -177,6 +186,7 @@ class Settings(BaseModel):
             key_vault_uri=source.get(KEY_VAULT_URI_SETTING) or None,
             checkpoint_container=source.get(CONTAINER_SETTING, DEFAULT_CONTAINER),
             storage=Connection.read(STORAGE_SETTING, source),
+            capture_storage=Connection.read(CAPTURE_STORAGE_SETTING, source),
             connections={name: Connection.read(name, source) for name in connections},
         )
 
@@ -208,6 +218,7 @@ class Settings(BaseModel):
 
 
 __all__ = [
+    "CAPTURE_STORAGE_SETTING",
     "CONNECTION_STRING_SETTING",
     "CONTAINER_SETTING",
     "DEFAULT_CONTAINER",

@@ -9,8 +9,10 @@ path and what is wrong.
 Modules, in dependency order: ``_specs`` (namespaces and entities) and ``_tasks`` (tasks, and
 tasks resolved with their pattern's typed options) -> ``_topology`` (the document) ->
 ``_errors`` / ``_checks`` (reporting and cross-references) -> ``_lanes`` (what each task runs
-as: one lane per target for fan-out tasks, the default parking queue) -> ``_heartbeats`` (the
-optional heartbeat entities, subscriptions, consumer groups and tasks) -> ``_load``;
+as: one lane per target for fan-out tasks, the default parking queue) -> ``_capture`` (the
+capture subscriptions and tasks of Service Bus namespaces with a ``capture`` section) ->
+``_heartbeats`` (the optional heartbeat entities, subscriptions, consumer groups and tasks) ->
+``_load``;
 ``_outage`` (retry budgets and delivery counts), ``_materialize`` (the subscriptions, consumer
 groups, delivery counts and parking queues tasks need) and ``_sql`` (every SQL expression, for
 the linter) work on a loaded topology; ``_sessions`` says which entities require sessions and
@@ -25,6 +27,7 @@ reading a subscription or consumer group is replaced by its lanes
 
 from __future__ import annotations
 
+from ._capture import CAPTURE_SUBSCRIPTION, CaptureSource, capture_sources
 from ._errors import json_path
 from ._heartbeats import (
     HEARTBEAT_PARTITIONS,
@@ -74,6 +77,7 @@ from ._topology import Topology
 __all__ = [
     "ALERT_WINDOWS",
     "CAPTURE_NAME_FORMAT",
+    "CAPTURE_SUBSCRIPTION",
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_TOPOLOGY_PATH",
     "HEARTBEAT_PARTITIONS",
@@ -84,6 +88,7 @@ __all__ = [
     "SCHEMA_DIALECT",
     "STORAGE_BLOB_DATA_CONTRIBUTOR",
     "TOPOLOGY_SETTING",
+    "CaptureSource",
     "CaptureSpec",
     "EntityRef",
     "EventHubSpec",
@@ -101,6 +106,7 @@ __all__ = [
     "Topology",
     "attempt_budget",
     "bounded",
+    "capture_sources",
     "carries_session_ids",
     "heartbeat_lookback",
     "heartbeat_origins",

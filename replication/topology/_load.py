@@ -25,6 +25,7 @@ from replication.planning import load_pattern
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.transforms import add_code_root
 
+from ._capture import add_captures
 from ._checks import check_references, check_resolved, failer
 from ._errors import format_validation_error
 from ._heartbeats import add_heartbeats
@@ -60,7 +61,7 @@ def parse_topology(
     for index, task in enumerate(topology.resolved_tasks()):
         check_resolved(topology, task, index, source)
         check_sessions(topology, task, f"tasks[{index}]", failer(source))
-    return add_heartbeats(expand_tasks(topology, source), source)
+    return add_heartbeats(add_captures(expand_tasks(topology, source), source), source)
 
 
 def _transform_path(document: Mapping[str, Any], index: int) -> str:

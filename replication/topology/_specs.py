@@ -123,9 +123,17 @@ class CaptureSpec(SpecModel):
     there, with Storage Blob Data Contributor on that container only. ``interval`` (1 to 15
     minutes) and ``sizeLimitBytes`` (10 to 500 MiB) close a capture file, whichever comes first.
 
-    A Service Bus namespace has no native capture: its capture task (a subscription that takes
-    everything the topic holds, written by ``replication.capture``) is not provisioned yet, so
-    ``capture`` is refused there (issue 38).
+    A Service Bus namespace has no native capture: every topic of it gets the subscription
+    ``replication-capture`` (Service Bus's ``$Default`` rule: it takes everything the topic
+    holds, originals and replicas; heartbeats travel on a topic of their own and are never
+    captured), and the replicator runs a capture task per topic (the Function app and the local
+    host alike, ``replication.capture``) that writes each batch it receives there as the
+    audit's JSON-lines records (``--format json``) under ``{namespace}/{yyyy}/{MM}/{dd}/{HH}/``,
+    and completes the batch only once the files are durable. The Function app's identity gets
+    Storage Blob Data Contributor on that container only. A queue is not captured (reading it
+    would take its messages from the application). ``interval`` and ``sizeLimitBytes`` are Event
+    Hubs Capture's and are refused on a Service Bus namespace: one file per received batch and
+    hour of enqueue time.
     """
 
     storage_account: Annotated[str, Field(pattern=r"^[a-z0-9]{3,24}$")]
@@ -177,18 +185,20 @@ class NamespaceSpec(SpecModel):
     event_hubs: list[EventHubSpec] = Field(default_factory=list)
     """event hubs"""
     capture: CaptureSpec | None = None
-    """Event Hubs Capture of every event hub into a storage container, for the duplicate audit
-    (Event Hubs namespaces only)"""
+    """what the namespace holds, written into a storage container for the duplicate audit:
+    Event Hubs Capture of every event hub, or a capture task per Service Bus topic"""
 
     @model_validator(mode="after")
     def _entities_match_kind(self) -> NamespaceSpec:
         if self.kind is NamespaceKind.SERVICEBUS and self.event_hubs:
             raise ValueError("a servicebus namespace cannot declare eventHubs")
         if self.kind is NamespaceKind.SERVICEBUS and self.capture is not None:
-            raise ValueError(
-                "capture is provisioned for eventhubs namespaces only (Event Hubs Capture); "
-                "a servicebus namespace's capture task is not available yet"
-            )
+            chosen = self.capture.model_fields_set & {"interval", "size_limit_bytes"}
+            if chosen:
+                raise ValueError(
+                    "capture.interval and capture.sizeLimitBytes are Event Hubs Capture's; a "
+                    "servicebus namespace's capture writes one file per received batch and hour"
+                )
         if self.kind is NamespaceKind.EVENTHUBS and (self.queues or self.topics):
             raise ValueError("an eventhubs namespace cannot declare queues or topics")
         return self

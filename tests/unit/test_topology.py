@@ -51,9 +51,12 @@ EXPECTED_ERRORS = {
     "session-subscription-fed-by-plain-source.json": "tasks[0].targets[0]: topic 'orders' has "
     "session-enabled subscription 'ledger', which does not take messages without SessionId; "
     "weu/orders/Subscriptions/replication does not require sessions",
-    "capture-on-service-bus.json": "namespaces[0]: capture is provisioned for "
-    "eventhubs namespaces only (Event Hubs Capture); a servicebus namespace's capture task is "
-    "not available yet",
+    "capture-interval-on-service-bus.json": "namespaces[0]: capture.interval and "
+    "capture.sizeLimitBytes are Event Hubs Capture's; a servicebus namespace's capture writes "
+    "one file per received batch and hour",
+    "capture-subscription-taken.json": "namespaces[0].topics[0].subscriptions[1].name: "
+    "'replication-capture' is the subscription the namespace's capture reads; give this one "
+    "another name",
     "renames-replication-property.json": "tasks[1].options.renameProperties.repl-origin: "
     "'repl-origin' is a replication property; editing it would defeat loop prevention",
     "duration-not-iso8601.json": "tasks[0].options.replicaTimeToLive: expected an ISO-8601 "

@@ -228,6 +228,13 @@ class SwitchRefusedError(ConfigurationError):
     """The switch asked for is not possible with this topology and binding."""
 
 
+class CaptureWriteError(ReplicationError):
+    """A Service Bus capture could not write a batch durably: the batch stays unsettled and
+    comes back (:mod:`replication.capture`)."""
+
+    retryable = True
+
+
 class SwitchInProgressError(ReplicationError):
     """Another switch of the same application holds the binding document's lease."""
 
@@ -288,6 +295,7 @@ class DrillSetupError(ReplicationError):
 __all__ = [
     "BindingDocumentError",
     "CallTimeoutError",
+    "CaptureWriteError",
     "CodeReferenceError",
     "ConfigurationError",
     "DrillSetupError",

@@ -23,17 +23,23 @@ Stores: :class:`FolderStore` (a local or mounted folder: write to a temporary fi
 rename) and ``replication.transport.capture.BlobCaptureStore`` (Azure Blob Storage or Azurite:
 one Put Blob per file, committed whole or not at all).
 
-Not done yet (issue 38): the capture as a task kind of the runtime (the Function app and the
-local host), its subscription and storage in the topology, Bicep and the az CLI, and the demo
-reading it instead of its own drain.
+The capture as a task: a Service Bus namespace's ``capture`` section in the topology
+(:class:`~replication.topology.CaptureSpec`) gives each of its topics the subscription
+``replication-capture`` and a capture task (:func:`~replication.topology.capture_sources`),
+which the Function app (a topic trigger per capture) and the local host (a receive loop per
+capture) run through :class:`CaptureRunner`: a batch is completed only after it is written,
+and a failed write (:class:`~replication.exceptions.CaptureWriteError`) leaves the whole batch
+to come back.
 """
 
 from __future__ import annotations
 
 from ._format import batch_name, capture_line, capture_record, partition_path
+from ._runner import CaptureRunner
 from ._writer import CaptureStore, CaptureWriter, FolderStore
 
 __all__ = [
+    "CaptureRunner",
     "CaptureStore",
     "CaptureWriter",
     "FolderStore",

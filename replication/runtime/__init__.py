@@ -30,7 +30,7 @@ from ._delivery import TargetSender
 from ._ledger import LEDGER_SIZE, Ledger, position, replica_position
 from ._memory import MemoryTarget
 from ._parking import parked_copy, smaller_parked_copy
-from ._runner import BatchOutcome, TaskRunner
+from ._runner import BatchOutcome, BatchRunner, Named, TaskRunner
 from ._supervise import (
     LOUD_AFTER_FAILURES,
     RECONNECT_MAX_SECONDS,
@@ -48,10 +48,12 @@ __all__ = [
     "RECONNECT_MIN_SECONDS",
     "Backoff",
     "BatchOutcome",
+    "BatchRunner",
     "Budget",
     "LazySender",
     "Ledger",
     "MemoryTarget",
+    "Named",
     "Retries",
     "RetryPolicy",
     "SenderSource",

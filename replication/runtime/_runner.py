@@ -44,7 +44,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from replication.envelope import Envelope
 from replication.planning import DeadLetter, Decision, Forward, Target
@@ -103,6 +103,28 @@ class BatchOutcome:
             ordered = sorted(self.lag)
             text += f" lag_p50={ordered[len(ordered) // 2]:.3f}s lag_max={ordered[-1]:.3f}s"
         return text
+
+
+class Named(Protocol):
+    """What a batch runner runs for: a task or a capture, by its name."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class BatchRunner(Protocol):
+    """What a host's receive loop feeds batches to: a :class:`TaskRunner`, or a Service Bus
+    capture (:class:`replication.capture.CaptureRunner`). :meth:`run` returns the batch's
+    outcome, the host then settles it; a :class:`~replication.exceptions.ReplicationError`
+    leaves the whole batch unsettled, to come back."""
+
+    @property
+    def task(self) -> Named: ...
+
+    @property
+    def retry(self) -> RetryPolicy: ...
+
+    def run(self, batch: Sequence[Envelope]) -> BatchOutcome: ...
 
 
 class TaskRunner:
@@ -235,4 +257,4 @@ class TaskRunner:
         return self._parking.original_at(envelope)
 
 
-__all__ = ["BatchOutcome", "TaskRunner"]
+__all__ = ["BatchOutcome", "BatchRunner", "Named", "TaskRunner"]

@@ -8,14 +8,15 @@ section (:class:`~replication.topology.CaptureSpec`) gets, for each topic it dec
   travel on a topic of their own (:mod:`._heartbeats`, added after this step), so they are never
   captured. Its ``maxDeliveryCount`` is the entity default (10): a capture whose storage is
   down for longer sends the batch to the subscription's dead-letter queue, where
-  ``python -m replication redrive`` brings it back;
+  ``python -m replication redrive`` brings it back. The file may declare the subscription
+  itself, without rules, to choose its settings (``lockDuration``, ``maxDeliveryCount``);
 - a :class:`CaptureSource`: what the replicator (the Function app, the local host) runs as a
   capture task, named ``capture-<namespace>-<topic>`` (bounded like a task name).
 
 A queue is not captured: a capture subscription needs a topic, and receiving from a queue would
 take its messages from the application. Failures are
 :class:`~replication.exceptions.ConfigurationError` naming the file and the JSON path: a
-subscription of the reserved name declared by the file, a capture task name a task already has.
+declared capture subscription with rules, a capture task name a task already has.
 """
 
 from __future__ import annotations
@@ -86,13 +87,17 @@ def add_captures(topology: Topology, source: str) -> Topology:
             continue
         topics: list[TopicSpec] = []
         for position, topic in enumerate(namespace.topics):
+            declared = False
             for number, subscription in enumerate(topic.subscriptions):
-                if subscription.name.lower() == CAPTURE_SUBSCRIPTION:
+                if subscription.name.lower() != CAPTURE_SUBSCRIPTION:
+                    continue
+                if subscription.rules:
                     fail(
-                        f"namespaces[{index}].topics[{position}].subscriptions[{number}].name",
+                        f"namespaces[{index}].topics[{position}].subscriptions[{number}].rules",
                         f"'{CAPTURE_SUBSCRIPTION}' is the subscription the namespace's capture "
-                        "reads; give this one another name",
+                        "reads, and it must take everything the topic holds: give it no rules",
                     )
+                declared = True
             name = capture_task_name(namespace.name, topic.name)
             if name.lower() in taken:
                 fail(
@@ -100,6 +105,9 @@ def add_captures(topology: Topology, source: str) -> Topology:
                     f"the capture of topic '{topic.name}' needs the task name '{name}', which "
                     "a task of the file already has; rename that task",
                 )
+            if declared:
+                topics.append(topic)
+                continue
             capture = SubscriptionSpec(name=CAPTURE_SUBSCRIPTION)
             topics.append(
                 topic.model_copy(update={"subscriptions": [*topic.subscriptions, capture]})

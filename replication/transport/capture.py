@@ -7,15 +7,30 @@ blob with the same bytes. The container is created on the first write when it do
 (with a role limited to Storage Blob Data Contributor on the container, create it beforehand;
 the 409 of an existing one is ignored). Errors are the storage SDK's, raised to the caller,
 which must then leave its batch unsettled.
+
+:func:`capture_store` picks the store a capture section writes to from the app setting
+``REPLICATION_CAPTURE_STORAGE`` (:mod:`replication.settings`): a storage connection string
+(Azurite locally) for every capture; a folder (a value without ``=``: no connection string has
+none), ``<folder>/<container>``; unset, the capture's own account
+``https://<storageAccount>.blob.core.windows.net`` with the app's identity (the prefix's
+``__credential`` / ``__clientId``, as the Functions host reads identity-based connections).
 """
 
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import ContainerClient, LinearRetry
+
+from replication.capture import CaptureStore, FolderStore
+from replication.exceptions import ConfigurationError
+from replication.settings import CAPTURE_STORAGE_SETTING, Connection
+from replication.topology import CaptureSpec
+
+from .connections import prefixed_credential
 
 CLIENT_OPTIONS: dict[str, Any] = {
     "retry_policy": LinearRetry(backoff=1, random_jitter_range=0, retry_total=2),
@@ -48,4 +63,32 @@ class BlobCaptureStore:
         self._container.close()
 
 
-__all__ = ["BlobCaptureStore"]
+def capture_store(spec: CaptureSpec, connection: Connection) -> CaptureStore:
+    """The store ``spec``'s capture writes to, as ``connection`` (the
+    ``REPLICATION_CAPTURE_STORAGE`` prefix) selects (see the module docstring).
+
+    Raises:
+        ConfigurationError: the setting holds neither a folder nor a connection string.
+    """
+    value = connection.secret()
+    if value and "=" not in value:
+        return FolderStore(Path(value) / spec.container)
+    if value:
+        try:
+            return BlobCaptureStore.from_connection_string(value, spec.container)
+        except ValueError as error:
+            raise ConfigurationError(
+                f"not a storage connection string: {error}", source=CAPTURE_STORAGE_SETTING
+            ) from None
+    account = f"https://{spec.storage_account}.blob.core.windows.net"
+    return BlobCaptureStore(
+        ContainerClient(
+            account,
+            spec.container,
+            credential=prefixed_credential(connection),
+            **CLIENT_OPTIONS,
+        )
+    )
+
+
+__all__ = ["BlobCaptureStore", "capture_store"]

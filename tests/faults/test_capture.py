@@ -1,12 +1,16 @@
-"""The Service Bus capture consumer killed mid-batch (SIGKILL, several times) and restarted: what
+"""The Service Bus capture task killed mid-batch (SIGKILL, several times) and restarted: what
 the region's topic held equals what the capture holds, message by message. Nothing is lost;
-a message is captured twice only when the consumer died between writing its batch and
+a message is captured twice only when the replicator died between writing its batch and
 completing it and the redelivered batch was grouped differently, and then both copies carry the
 same sequence number and enqueue time (replication/capture, "Retries").
 
-The consumer is the real SDK receiver against the emulator, writing with the library's
-capture writer to a folder (Azure Blob Storage's store is one Put Blob per file, committed
-whole or not at all; the folder store writes a temporary file and renames it).
+The replicator is the local host as a user starts it (``python -m replication run``) on a
+topology whose namespace has a ``capture`` section: its capture task reads the topic's
+``replication-capture`` subscription with the real SDK against the emulator and writes with
+the library's capture writer into the folder ``REPLICATION_CAPTURE_STORAGE`` names (Azure Blob
+Storage's store is one Put Blob per file, committed whole or not at all, and is tested against
+Azurite in tests/e2e/test_capture_blobs.py; the folder store writes a temporary file and
+renames it).
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from replication.layout import child_environment
+from replication.topology import CAPTURE_SUBSCRIPTION
 
-from .harness import ROOT, Cluster, eventually, originals, topology_document
+from .harness import ROOT, Cluster, eventually, merged, originals, topology_document
 
 MESSAGES = 400
-CONSUMER = Path(__file__).with_name("capture_consumer.py")
+CONTAINER = "captures"
 
 
 def captured(folder: Path) -> list[dict[str, Any]]:
@@ -36,13 +41,18 @@ def captured(folder: Path) -> list[dict[str, Any]]:
     ]
 
 
-def consumer(cluster: Cluster, folder: Path, log: Path) -> subprocess.Popen[bytes]:
+def replicator(
+    cluster: Cluster, folder: Path, log: Path, *until_idle: str
+) -> subprocess.Popen[bytes]:
+    """The local host, logging at DEBUG: the capture's "copies in" line is written after a
+    batch's files are durable and before the batch is completed."""
+    settings = {"REPLICATION_CAPTURE_STORAGE": str(folder)}
     with log.open("ab") as handle:
         return subprocess.Popen(
-            [sys.executable, str(CONSUMER), cluster.nodes["weu"].connection_string, "orders",
-             "capture", "weu", str(folder)],
+            [sys.executable, "-m", "replication", "run", "--topology",
+             str(cluster.topology_path), "-v", *until_idle],
             cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
-            env={**os.environ, **child_environment()},
+            env=merged(os.environ, child_environment(), cluster.environ, settings),
         )  # fmt: skip
 
 
@@ -50,25 +60,28 @@ def test_a_capture_consumer_killed_mid_batch_loses_nothing_and_duplicates_only_a
     tmp_path: Path, figures: dict[str, Any]
 ) -> None:
     document = topology_document(["weu"], [])
-    topic = document["namespaces"][0]["topics"][0]
-    topic["subscriptions"].append(
-        {"name": "capture", "lockDuration": "PT5S", "maxDeliveryCount": 40}
+    namespace = document["namespaces"][0]
+    namespace["capture"] = {"storageAccount": "stcaptures", "container": CONTAINER}
+    # Declared to choose short locks: a killed replicator's batch comes back after 5 s.
+    namespace["topics"][0]["subscriptions"].append(
+        {"name": CAPTURE_SUBSCRIPTION, "lockDuration": "PT5S", "maxDeliveryCount": 40}
     )
-    folder, log = tmp_path / "capture", tmp_path / "consumer.log"
+    root, log = tmp_path / "capture", tmp_path / "replicator.log"
+    folder = root / CONTAINER
     with Cluster(document, tmp_path) as cluster:
         cluster.publish("weu", "orders", originals("m", MESSAGES, size=256))
         # What the capture subscription holds (peeked: nothing locked or settled), each copy
-        # with the sequence number and enqueue time the consumer will receive.
-        held = {m.message_id: m for m in cluster.peek("weu", "orders", "capture")}
+        # with the sequence number and enqueue time the capture will receive.
+        held = {m.message_id: m for m in cluster.peek("weu", "orders", CAPTURE_SUBSCRIPTION)}
         assert len(held) == MESSAGES
         for kills in range(3):
-            running = consumer(cluster, folder, log)
+            running = replicator(cluster, root, log)
             target = len(captured(folder)) + 60
 
             def between_write_and_complete(target: int = target) -> bool:
                 # Aim at the widest gap: a batch written whose completions are under way.
                 lines = log.read_text().splitlines()
-                return len(captured(folder)) >= target and bool(lines) and "wrote" in lines[-1]
+                return len(captured(folder)) >= target and bool(lines) and "copies in" in lines[-1]
 
             eventually(
                 between_write_and_complete,
@@ -78,10 +91,10 @@ def test_a_capture_consumer_killed_mid_batch_loses_nothing_and_duplicates_only_a
             )
             running.send_signal(signal.SIGKILL)
             running.wait(timeout=10)
-        last = consumer(cluster, folder, log)
-        assert last.wait(timeout=180) == 0, log.read_text()[-3000:]
-        left = cluster.peek("weu", "orders", "capture")
-        dead = cluster.peek("weu", "orders", "capture", dead_letter=True)
+        last = replicator(cluster, root, log, "--until-idle", "8", "--timeout", "180")
+        assert last.wait(timeout=240) == 0, log.read_text()[-3000:]
+        left = cluster.peek("weu", "orders", CAPTURE_SUBSCRIPTION)
+        dead = cluster.peek("weu", "orders", CAPTURE_SUBSCRIPTION, dead_letter=True)
     assert (left, dead) == ([], [])
     records = captured(folder)
     copies = Counter(record["message_id"] for record in records)
@@ -92,6 +105,6 @@ def test_a_capture_consumer_killed_mid_batch_loses_nothing_and_duplicates_only_a
         assert record["enqueued_time_utc"].startswith(
             message.enqueued_time_utc.strftime("%Y-%m-%dT%H:%M:%S")
         )
-    figures[f"capture consumer SIGKILLed 3 times ({MESSAGES} messages): captured twice"] = (
-        sum(copies.values()) - MESSAGES
-    )
+    figures[
+        f"capture task (local host) SIGKILLed 3 times ({MESSAGES} messages): captured twice"
+    ] = sum(copies.values()) - MESSAGES

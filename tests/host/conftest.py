@@ -33,14 +33,23 @@ def emulator_settings() -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="session")
+def capture_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the app's Service Bus captures write (``REPLICATION_CAPTURE_STORAGE``)."""
+    return tmp_path_factory.mktemp("captures")
+
+
+@pytest.fixture(scope="session")
 def worker(
-    emulator_settings: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    emulator_settings: dict[str, str],
+    capture_folder: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[WorkerSession]:
     """The Python worker with the Function app of ``topology.json``, initialized and loaded."""
     log = tmp_path_factory.mktemp("worker") / "worker.log"
     settings = {
         "FUNCTIONS_WORKER_RUNTIME": "python",
         "REPLICATION_TOPOLOGY": str(TOPOLOGY),
+        "REPLICATION_CAPTURE_STORAGE": str(capture_folder),
         **emulator_settings,
     }
     with WorkerSession(settings, log=log) as session:

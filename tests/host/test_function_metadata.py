@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from replication.topology import NamespaceKind, load_topology, requires_session
+from replication.topology import (
+    CAPTURE_SUBSCRIPTION,
+    NamespaceKind,
+    capture_sources,
+    load_topology,
+    requires_session,
+)
 from tests.host.host import WorkerSession, worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +40,20 @@ def test_every_task_is_one_batch_trigger_with_binary_bodies(path: Path, tmp_path
     settings = {"FUNCTIONS_WORKER_RUNTIME": "python", "REPLICATION_TOPOLOGY": str(path)}
     with worker(settings, tmp_path / "worker.log") as session:
         functions = session.functions
-    assert sorted(functions) == sorted(task.name for task in topology.tasks)
+    captures = capture_sources(topology)
+    assert sorted(functions) == sorted(
+        [*(task.name for task in topology.tasks), *(capture.name for capture in captures)]
+    )
+    for capture in captures:  # a Service Bus capture: a batch trigger on its subscription
+        (binding,) = functions[capture.name].bindings
+        assert binding["type"] == "serviceBusTrigger"
+        assert binding["direction"].lower() == "in"
+        assert binding["cardinality"].lower() == "many"
+        assert binding["dataType"].lower() == "binary"
+        assert binding["connection"] == topology.namespace(capture.source.namespace).connection
+        assert binding["topicName"] == capture.source.entity
+        assert binding["subscriptionName"] == CAPTURE_SUBSCRIPTION
+        assert functions[capture.name].retry is None
     for task in topology.tasks:
         function = functions[task.name]
         (binding,) = function.bindings

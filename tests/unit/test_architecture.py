@@ -70,6 +70,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # checkpoint arithmetic) import no transport; only its client wirings (``publishers``,
     # ``consumers``, ``event_hub_consumer``) and the package root, which re-exports them, do.
     "replication.failover._": ("replication.failover._", "replication.topology", *BOTTOM),
+    # The Service Bus capture's core (format, writer, runner) imports no transport; the hosts
+    # wire it to a receive loop and a blob store.
+    "replication.capture": (
+        "replication.capture",
+        "replication.runtime",
+        "replication.topology",
+        *BOTTOM,
+    ),
 }
 # What a package must never import (prefixes), beyond what ALLOWED already rules out.
 FORBIDDEN: dict[str, tuple[str, ...]] = {

@@ -54,9 +54,9 @@ EXPECTED_ERRORS = {
     "capture-interval-on-service-bus.json": "namespaces[0]: capture.interval and "
     "capture.sizeLimitBytes are Event Hubs Capture's; a servicebus namespace's capture writes "
     "one file per received batch and hour",
-    "capture-subscription-taken.json": "namespaces[0].topics[0].subscriptions[1].name: "
-    "'replication-capture' is the subscription the namespace's capture reads; give this one "
-    "another name",
+    "capture-subscription-with-rules.json": "namespaces[0].topics[0].subscriptions[1].rules: "
+    "'replication-capture' is the subscription the namespace's capture reads, and it must take "
+    "everything the topic holds: give it no rules",
     "renames-replication-property.json": "tasks[1].options.renameProperties.repl-origin: "
     "'repl-origin' is a replication property; editing it would defeat loop prevention",
     "duration-not-iso8601.json": "tasks[0].options.replicaTimeToLive: expected an ISO-8601 "

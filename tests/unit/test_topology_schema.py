@@ -43,7 +43,8 @@ LOADER_ONLY = {
     "session-subscription-fed-by-plain-source.json": CROSS_REFERENCE + " (sessions on both ends)",
     "capture-interval-on-service-bus.json": "a field allowed by the namespace's kind (the schema "
     "has one namespace record for both kinds)",
-    "capture-subscription-taken.json": "a name reserved only when the namespace has a capture",
+    "capture-subscription-with-rules.json": "rules allowed on a subscription only when the "
+    "namespace has no capture",
 }
 
 

@@ -18,7 +18,9 @@ arrive byte-exact; see :mod:`replication.hosts.functions` for what else the host
   past an event that was not replicated.
 
 With the topology's ``heartbeats`` enabled, the heartbeat tasks are tasks like the others, and
-:mod:`replication.heartbeats.functions` adds the publishing timer and the reading triggers.
+:mod:`replication.heartbeats.functions` adds the publishing timer and the reading triggers. A
+Service Bus namespace with a ``capture`` section adds a capture function per topic
+(:mod:`._capture`).
 
 The trigger's ``connection`` is the namespace's ``connection`` setting prefix: identity-based
 (``<prefix>__fullyQualifiedNamespace``) in Azure, a connection string locally.
@@ -50,6 +52,7 @@ from replication.transforms import Transforms
 from replication.transport.logs import quiet_sdk_loggers
 from replication.transport.senders import SenderFactory
 
+from ._capture import register_captures
 from ._conversion import (
     envelopes_from_event_hub_batch,
     envelopes_from_servicebus_batch,
@@ -193,6 +196,7 @@ def build_app(
     app = func.FunctionApp()
     for task in topology.tasks:
         register_task(app, topology, task, factory, settings=settings)
+    register_captures(app, topology, factory, settings)
     register_heartbeats(app, topology, factory)
     return app
 

@@ -28,6 +28,11 @@ arriving at each receiving namespace (:mod:`replication.heartbeats.local`) into
 :attr:`LocalHost.heartbeats`, which the ``replication.heartbeat.age`` gauge and the live table
 read. The heartbeat tasks are ordinary tasks here, but their traffic does not count as activity
 for ``--until-idle``.
+
+A Service Bus namespace with a ``capture`` section gets one more loop per topic: its capture
+task (:mod:`replication.capture`), which writes each batch of the topic's
+``replication-capture`` subscription where ``REPLICATION_CAPTURE_STORAGE`` points and completes
+it only then; it shows in :attr:`LocalHost.status` under its name, ``capture-<ns>-<topic>``.
 """
 
 from __future__ import annotations
@@ -44,7 +49,13 @@ from replication.heartbeats import HeartbeatBook
 from replication.heartbeats.local import start_heartbeats
 from replication.runtime import TaskStatus, runner_for, supervise
 from replication.settings import STORAGE_SETTING, Settings
-from replication.topology import NamespaceKind, Topology, heartbeat_paths, requires_session
+from replication.topology import (
+    NamespaceKind,
+    Topology,
+    capture_sources,
+    heartbeat_paths,
+    requires_session,
+)
 from replication.transport.connections import check_settings
 from replication.transport.senders import SenderFactory
 from replication.transport.servicebus import (
@@ -75,6 +86,9 @@ class LocalHost:
         self.heartbeats = HeartbeatBook()
         """Heartbeat age per path (origin, target), when the topology enables heartbeats."""
         self._heartbeat_tasks = {path.task for path in heartbeat_paths(topology)}
+        self._captures: set[str] = set()
+        """The capture tasks' names: their traffic keeps the host busy, never counts as
+        replicated messages (``at_least``)."""
 
     @property
     def stats(self) -> dict[str, TaskStatus]:
@@ -140,11 +154,46 @@ class LocalHost:
                 thread.start()
                 self._threads.append(thread)
                 self._task_threads.setdefault(task.name, []).append(thread)
+        self._start_captures()
         self._threads += start_heartbeats(
             self.topology, self._factory, self.heartbeats, self._stop, self.settings
         )
         self._threads.append(StallWatch(self.status, self._threads_of, self._stop).start())
         return self
+
+    def _start_captures(self) -> None:
+        """One supervised receive loop per Service Bus capture (:mod:`replication.capture`):
+        each batch of its subscription is written, then completed."""
+        captures = capture_sources(self.topology)
+        if not captures:
+            return
+        # Imported here: the blob SDK loads only for a topology with a Service Bus capture.
+        from replication.capture import CaptureRunner
+        from replication.transport.capture import capture_store
+
+        for capture in captures:
+            store = capture_store(capture.spec, self.settings.capture_storage)
+            status = self.status[capture.name] = TaskStatus()
+            self._captures.add(capture.name)
+            loop = functools.partial(
+                run_servicebus_source,
+                self.topology.namespace(capture.source.namespace),
+                capture.source,
+                CaptureRunner(capture, store),
+                self._stop,
+                status,
+                settings=self.settings,
+                isolation=Isolation(),
+            )
+            thread = threading.Thread(
+                target=supervise,
+                args=(capture.name, loop, self._stop, status),
+                name=f"task-{capture.name}",
+                daemon=True,
+            )
+            thread.start()
+            self._threads.append(thread)
+            self._task_threads[capture.name] = [thread]
 
     def _threads_of(self, task: str) -> list[threading.Thread]:
         """The threads of ``task``: its loops, and an event hub's per-partition loops."""
@@ -165,7 +214,10 @@ class LocalHost:
         while time.monotonic() < deadline:
             traffic = [s for n, s in self.status.items() if n not in self._heartbeat_tasks]
             last = max((s.last_activity for s in traffic), default=0.0)
-            received = sum(s.messages for s in traffic)
+            received = sum(
+                s.messages for n, s in self.status.items()
+                if n not in self._heartbeat_tasks and n not in self._captures
+            )  # fmt: skip
             if received >= at_least and time.monotonic() - last >= idle_seconds:
                 return True
             time.sleep(0.2)

@@ -104,8 +104,8 @@ from replication.exceptions import (
 )
 from replication.runtime import (
     BatchOutcome,
+    BatchRunner,
     RetryPolicy,
-    TaskRunner,
     TaskStatus,
     describe,
     failure_level,
@@ -130,7 +130,7 @@ logged as overdue (:func:`overdue_after`)."""
 def run_servicebus_source(
     namespace: NamespaceSpec,
     source: EntityRef,
-    runner: TaskRunner,
+    runner: BatchRunner,
     stop: threading.Event,
     status: TaskStatus,
     *,
@@ -192,7 +192,7 @@ SESSION_IDLE_SECONDS = 1.0
 def run_servicebus_session_source(
     namespace: NamespaceSpec,
     source: EntityRef,
-    runner: TaskRunner,
+    runner: BatchRunner,
     stop: threading.Event,
     status: TaskStatus,
     *,
@@ -274,7 +274,7 @@ def _no_session(receiver: ServiceBusReceiver, status: TaskStatus) -> None:
 
 def _drain_session(
     receiver: ServiceBusReceiver,
-    runner: TaskRunner,
+    runner: BatchRunner,
     stop: threading.Event,
     status: TaskStatus,
     source: EntityRef,
@@ -741,7 +741,7 @@ class _ServiceBusBatch:
 def _run_servicebus_batch(
     receiver: ServiceBusReceiver,
     messages: list[ServiceBusReceivedMessage],
-    runner: TaskRunner,
+    runner: BatchRunner,
     *,
     source: str | None = None,
 ) -> _ServiceBusBatch:
@@ -765,7 +765,7 @@ def _run_servicebus_batch(
 
 
 def _settle_batch(
-    receiver: ServiceBusReceiver, batch: _ServiceBusBatch, runner: TaskRunner, status: TaskStatus
+    receiver: ServiceBusReceiver, batch: _ServiceBusBatch, runner: BatchRunner, status: TaskStatus
 ) -> bool:
     """Settle a batch the runner ran; False when it failed and was abandoned (the caller then
     closes the receiver, see the module docstring)."""
@@ -827,7 +827,7 @@ def _settle(action: Callable[..., None], message: ServiceBusReceivedMessage, *ar
         )
 
 
-def _log_outcome(runner: TaskRunner, outcome: BatchOutcome) -> None:
+def _log_outcome(runner: BatchRunner, outcome: BatchOutcome) -> None:
     logger.info("%s: %s", runner.task.name, outcome.summary())
 
 

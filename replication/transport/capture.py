@@ -52,6 +52,11 @@ class BlobCaptureStore:
             ContainerClient.from_connection_string(connection_string, container, **CLIENT_OPTIONS)
         )
 
+    @property
+    def url(self) -> str:
+        """The container's URL (no credentials in it)."""
+        return str(self._container.url)
+
     def put(self, path: str, data: bytes) -> None:
         if not self._ready:
             with contextlib.suppress(ResourceExistsError):

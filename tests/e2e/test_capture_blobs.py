@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from azure.storage.blob import ContainerClient
 
-from replication.capture import CaptureWriter
+from replication.capture import CaptureWriter, FolderStore
 from replication.envelope import Envelope
-from replication.transport.capture import BlobCaptureStore
+from replication.exceptions import ConfigurationError
+from replication.settings import CAPTURE_STORAGE_SETTING, Connection
+from replication.topology import CaptureSpec
+from replication.transport.capture import BlobCaptureStore, capture_store
 
 pytestmark = pytest.mark.emulator
 
@@ -50,3 +54,32 @@ def test_a_batch_lands_as_hourly_blobs_and_a_retry_rewrites_them(azurite: str) -
         ("m0", 0), ("m1", 1), ("m2", 2), ("m3", 3),
     ]  # fmt: skip
     assert records[2]["enqueued_time_utc"] == "2024-05-01T12:00:00.000Z"
+
+
+def test_the_capture_setting_picks_azurite_a_folder_or_the_accounts_own_endpoint(
+    azurite: str, tmp_path: Path
+) -> None:
+    """``REPLICATION_CAPTURE_STORAGE``: a connection string writes to that storage (here
+    Azurite), a value without ``=`` to a folder, nothing to the capture section's own account
+    with the app's identity; a value that is neither is a one-line configuration error."""
+    spec = CaptureSpec(storage_account="stcaptures", container="audit")
+    batch = [Envelope(message_id="m", enqueued_time_utc=T0, sequence_number=1)]
+
+    def connection(value: str | None) -> Connection:
+        return Connection.read(
+            CAPTURE_STORAGE_SETTING, {CAPTURE_STORAGE_SETTING: value} if value else {}
+        )
+
+    blob = capture_store(spec, connection(azurite))
+    (path,) = CaptureWriter(blob, "weu").write(batch)
+    with ContainerClient.from_connection_string(azurite, "audit") as container:
+        assert [b.name for b in container.list_blobs()] == [path]
+    folder = capture_store(spec, connection(str(tmp_path)))
+    assert isinstance(folder, FolderStore)
+    (path,) = CaptureWriter(folder, "weu").write(batch)
+    assert (tmp_path / "audit" / path).is_file()
+    own = capture_store(spec, connection(None))
+    assert isinstance(own, BlobCaptureStore)
+    assert own.url == "https://stcaptures.blob.core.windows.net/audit"
+    with pytest.raises(ConfigurationError, match=CAPTURE_STORAGE_SETTING):
+        capture_store(spec, connection("AccountName=x;NotAKey"))

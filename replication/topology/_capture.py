@@ -56,6 +56,8 @@ def capture_sources(topology: Topology) -> list[CaptureSource]:
         if namespace.kind is not NamespaceKind.SERVICEBUS or namespace.capture is None:
             continue
         for topic in namespace.topics:
+            if not any(s.name.lower() == CAPTURE_SUBSCRIPTION for s in topic.subscriptions):
+                continue  # added after the captures: the heartbeat topic
             sources.append(
                 CaptureSource(
                     name=capture_task_name(namespace.name, topic.name),

@@ -15,7 +15,7 @@ param serviceBusNamespaces array = []
 @description('Event Hubs namespaces with their event hubs and consumer groups.')
 param eventHubNamespaces array = []
 
-@description('Data Receiver / Data Sender roles of the Function app, one entity each.')
+@description('Roles of the Function app, one entity each: Data Receiver / Data Sender on messaging entities, Storage Blob Data Contributor on Service Bus capture containers.')
 param roleAssignments array = []
 
 @description('Replication app settings rendered from the topology.')

@@ -7,7 +7,11 @@
 // scope), and the Functions docs require the topic trigger's role to have "effective scope over
 // the Service Bus subscription resource" ("Configure connections to remote services in Azure
 // Functions", Grant permissions to an identity).
-@description('namespace, entityType (queue | topic | subscription | eventhub), entity, subscription (for entityType subscription: entity is its topic), role, roleDefinitionId.')
+//
+// A Service Bus capture (the topology's capture section on a Service Bus namespace) writes blobs
+// as the Function app: Storage Blob Data Contributor on its container (entityType container, the
+// storage account in this resource group, the container existing), not on the storage account.
+@description('namespace (for entityType container: the storage account), entityType (queue | topic | subscription | eventhub | container), entity, subscription (for entityType subscription: entity is its topic), role, roleDefinitionId.')
 param assignment object
 
 @description('Object id of the Function app managed identity.')
@@ -33,6 +37,10 @@ resource topicSubscription 'Microsoft.ServiceBus/namespaces/topics/subscriptions
 
 resource eventHub 'Microsoft.EventHub/namespaces/eventhubs@2024-01-01' existing = if (assignment.entityType == 'eventhub') {
   name: '${assignment.namespace}/${assignment.entity}'
+}
+
+resource blobContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = if (assignment.entityType == 'container') {
+  name: '${assignment.namespace}/default/${assignment.entity}'
 }
 
 resource onQueue 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (assignment.entityType == 'queue') {
@@ -68,6 +76,16 @@ resource onSubscription 'Microsoft.Authorization/roleAssignments@2022-04-01' = i
 resource onEventHub 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (assignment.entityType == 'eventhub') {
   scope: eventHub
   name: guid(eventHub.id, principalId, roleDefinitionId)
+  properties: {
+    roleDefinitionId: roleDefinitionId
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource onContainer 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (assignment.entityType == 'container') {
+  scope: blobContainer
+  name: guid(blobContainer.id, principalId, roleDefinitionId)
   properties: {
     roleDefinitionId: roleDefinitionId
     principalId: principalId

@@ -16,8 +16,15 @@ access Azure Service Bus resources", *Resource scope*: queue, topic or subscript
 With heartbeats enabled, the publishing timer gets *Data Sender* on each origin's heartbeat
 topic (or event hub) and the readers *Data Receiver* on each receiving namespace's
 ``heartbeat-reader`` subscription (or heartbeat event hub). ``status`` reads the
-``heartbeat-status`` subscriptions with the operator's identity, not the app's. Role definition
-ids are the built-in ones.
+``heartbeat-status`` subscriptions with the operator's identity, not the app's.
+
+A Service Bus namespace with a ``capture`` section: each capture task
+(:func:`~replication.topology.capture_sources`) reads its topic's ``replication-capture``
+subscription, so the app gets *Data Receiver* on that subscription, and writes the batches as
+blobs, so it gets *Storage Blob Data Contributor* on each distinct capture container (entity type
+``container``), not on the storage account, whose other containers it has no business with. The
+account is in the deployment's resource group and the container exists, as for Event Hubs
+Capture. Role definition ids are the built-in ones.
 """
 
 from __future__ import annotations
@@ -27,9 +34,12 @@ from typing import Any
 
 from replication.topology import (
     HEARTBEAT_READER,
+    STORAGE_BLOB_DATA_CONTRIBUTOR,
+    CaptureSource,
     EntityRef,
     NamespaceKind,
     Topology,
+    capture_sources,
     heartbeat_origins,
     heartbeat_receivers,
 )
@@ -46,9 +56,10 @@ ROLE_IDS = {
     ("servicebus", "sender"): SERVICEBUS_DATA_SENDER,
     ("eventhubs", "receiver"): EVENTHUBS_DATA_RECEIVER,
     ("eventhubs", "sender"): EVENTHUBS_DATA_SENDER,
+    ("storage", "contributor"): STORAGE_BLOB_DATA_CONTRIBUTOR,
 }
 
-ENTITY_TYPES = ("queue", "topic", "subscription", "eventhub")
+ENTITY_TYPES = ("queue", "topic", "subscription", "eventhub", "container")
 """The scopes ``infra/modules/roles.bicep`` assigns roles at."""
 
 
@@ -57,7 +68,9 @@ class RoleAssignment:
     """One role on one entity.
 
     ``entity_type`` is one of :data:`ENTITY_TYPES`; for ``subscription``, ``entity`` is the
-    topic and ``subscription`` the subscription's name.
+    topic and ``subscription`` the subscription's name; for ``container`` (a blob container),
+    ``namespace`` is the resource that holds it, the storage account, and ``entity`` the
+    container's name.
     """
 
     namespace: str
@@ -122,5 +135,42 @@ def role_assignments(topology: Topology) -> list[RoleAssignment]:
     for target in heartbeat_receivers(topology):
         ref = EntityRef(namespace=target, entity=entity, subscription=HEARTBEAT_READER)
         assignments.add(_assignment(topology, ref, "receiver"))
+    captures = capture_tasks(topology)
+    for capture in captures:
+        assignments.add(_assignment(topology, capture.source, "receiver"))
     owned = {resource_name(namespace) for namespace in provisioned(topology)}
-    return sorted(a for a in assignments if a.namespace in owned)
+    entities = sorted(a for a in assignments if a.namespace in owned)
+    # The capture storage is this deployment's even when the captured namespace is another
+    # tenant's (read with its SAS connection string): the app writes the blobs as itself.
+    containers = {
+        RoleAssignment(
+            namespace=capture.spec.storage_account,
+            entity_type="container",
+            entity=capture.spec.container,
+            role="contributor",
+            role_definition_id=ROLE_IDS[("storage", "contributor")],
+        )
+        for capture in captures
+    }
+    return entities + sorted(containers)
+
+
+def capture_tasks(topology: Topology) -> list[CaptureSource]:
+    """The capture tasks whose subscription the topology declares.
+
+    ``capture_sources`` lists a task for every topic of a capturing namespace, the heartbeat
+    topic too, but the loader adds heartbeats after the capture subscriptions, so that topic
+    holds none (heartbeats are never captured): a role on a subscription that does not exist
+    would fail the deployment."""
+    declared = {
+        (namespace.name, topic.name, subscription.name)
+        for namespace in topology.namespaces
+        for topic in namespace.topics
+        for subscription in topic.subscriptions
+    }
+    return [
+        capture
+        for capture in capture_sources(topology)
+        if (capture.source.namespace, capture.source.entity, capture.source.subscription)
+        in declared
+    ]

@@ -11,6 +11,12 @@ read by the Functions host for the triggers and by the replicator's senders for 
 - ``<connection>__clientId``: only with a user-assigned identity, its client id (the same
   article: a user-assigned identity needs ``__credential`` *and* ``__clientId``).
 
+A topology with a Service Bus capture (:func:`~replication.render.access.capture_tasks`) gets the
+same identity settings under ``REPLICATION_CAPTURE_STORAGE`` (``replication.settings``), the
+connection its capture tasks write blobs with: ``__credential=managedidentity``, and ``__clientId``
+with a user-assigned identity. No connection string and no account setting: each capture names
+its storage account in the topology's ``capture`` section.
+
 Namespaces with ``keyVaultSecret`` (outside the Function's tenant) get instead a ``<connection>``
 setting holding a Key Vault reference, which the platform resolves to the SAS connection string.
 
@@ -22,21 +28,29 @@ locally ``__credential`` should stay unset, so that the developer's own identity
 
 from __future__ import annotations
 
-from replication.topology import TOPOLOGY_SETTING, NamespaceSpec, Topology
+from replication.settings import CAPTURE_STORAGE_SETTING
+from replication.topology import TOPOLOGY_SETTING, Topology
+
+from .access import capture_tasks
 
 KEY_VAULT_PLACEHOLDER = "{keyVaultName}"
 IDENTITY_CLIENT_ID_PLACEHOLDER = "{identityClientId}"
 MANAGED_IDENTITY = "managedidentity"
 
 
-def _identity_namespaces(topology: Topology) -> list[NamespaceSpec]:
-    """Namespaces reached with the app's managed identity (not through a Key Vault secret)."""
-    return [namespace for namespace in topology.namespaces if not namespace.key_vault_secret]
+def _identity_connections(topology: Topology) -> list[str]:
+    """The connection prefixes reached with the app's managed identity: each namespace's but
+    those behind a Key Vault secret, and the capture storage when there is a Service Bus
+    capture."""
+    prefixes = [n.connection for n in topology.namespaces if not n.key_vault_secret]
+    if capture_tasks(topology):
+        prefixes.append(CAPTURE_STORAGE_SETTING)
+    return prefixes
 
 
 def user_assigned_identity_settings(topology: Topology, client_id: str) -> dict[str, str]:
     """The ``<connection>__clientId`` settings that select a user-assigned identity."""
-    return {f"{n.connection}__clientId": client_id for n in _identity_namespaces(topology)}
+    return {f"{prefix}__clientId": client_id for prefix in _identity_connections(topology)}
 
 
 def app_settings(
@@ -57,6 +71,8 @@ def app_settings(
             prefix = namespace.connection
             settings[f"{prefix}__fullyQualifiedNamespace"] = namespace.fully_qualified_namespace
             settings[f"{prefix}__credential"] = MANAGED_IDENTITY
+    if capture_tasks(topology):
+        settings[f"{CAPTURE_STORAGE_SETTING}__credential"] = MANAGED_IDENTITY
     if identity_client_id:
         settings.update(user_assigned_identity_settings(topology, identity_client_id))
     return settings

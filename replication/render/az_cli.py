@@ -5,7 +5,8 @@ It creates what ``infra/main.bicep`` creates from the topology, with the same re
 (``tests/infra/test_provisioning_paths.py`` runs the script through the real az CLI and compares
 every request with the evaluated Bicep deployment): the namespaces of this tenant (local auth
 disabled, TLS 1.2), their queues, topics, subscriptions, rules, event hubs and consumer groups;
-with ``PRINCIPAL_ID`` set, the Function app identity's least-privilege roles; with
+with ``PRINCIPAL_ID`` set, the Function app identity's least-privilege roles (those of a Service
+Bus capture included: on each ``replication-capture`` subscription and capture container); with
 ``LOG_ANALYTICS_WORKSPACE_ID`` set, the namespaces' diagnostic settings. The Function app, its
 storage, Key Vault and alerts are the Bicep files' alone.
 
@@ -36,7 +37,7 @@ HEADER = """#!/usr/bin/env bash
 # Creates or updates the topology's namespaces, entities and replication rules (idempotent).
 # Usage: RESOURCE_GROUP=my-rg [PRINCIPAL_ID=<object id>] [LOG_ANALYTICS_WORKSPACE_ID=<id>] \\
 #        {script} [--dry-run]
-#   PRINCIPAL_ID: the Function app's managed identity: grants its Data Receiver / Sender roles
+#   PRINCIPAL_ID: the Function app's managed identity: grants its least-privilege roles
 #   LOG_ANALYTICS_WORKSPACE_ID: resource id of a workspace: the namespaces' diagnostic settings
 set -euo pipefail
 : "${{RESOURCE_GROUP:?set RESOURCE_GROUP to the resource group of the namespaces}}"
@@ -296,19 +297,29 @@ def _namespace_commands(namespace: NamespaceSpec, uncaptured: frozenset[str]) ->
 
 def _capture_role_command(capture: dict[str, Any]) -> str:
     """Storage Blob Data Contributor on the capture container for the namespace's identity
-    (``infra/modules/eventhubs.bicep``, ``captureRole``)."""
-    path = (
-        f"Microsoft.Storage/storageAccounts/{capture['storageAccount']}/blobServices/default"
-        f"/containers/{capture['container']}"
+    (``infra/modules/eventhubs.bicep``, ``captureRole``). Run whether or not ``PRINCIPAL_ID``
+    is set, so the subscription falls back to the logged-in one."""
+    path = _SCOPES["container"].format(
+        namespace=capture["storageAccount"], entity=capture["container"]
     )
+    return _role_assignment_command(
+        "run", _Shell('"$CAPTURE_PRINCIPAL"'), capture["roleDefinitionId"], path, _SUBSCRIPTION
+    )
+
+
+def _role_assignment_command(
+    runner: str, principal: _Shell, role_definition_id: str, path: str, subscription: str
+) -> str:
+    """``az role assignment create`` of a role for a service principal, scoped at ``path``
+    (below the resource group's ``providers/``) in the shell's ``subscription`` expansion."""
     scope = _Shell(
-        '"/subscriptions/${SUBSCRIPTION_ID:-$(az account show --query id --output tsv)}'
-        '/resourceGroups/$RESOURCE_GROUP/providers/"' + shlex.quote(path)
+        f'"/subscriptions/{subscription}/resourceGroups/$RESOURCE_GROUP/providers/"'
+        + shlex.quote(path)
     )
     return _command(
-        "run", "az", "role", "assignment", "create", "--assignee-object-id",
-        _Shell('"$CAPTURE_PRINCIPAL"'), "--assignee-principal-type", "ServicePrincipal",
-        "--role", capture["roleDefinitionId"], "--scope", scope,
+        runner, "az", "role", "assignment", "create", "--assignee-object-id", principal,
+        "--assignee-principal-type", "ServicePrincipal", "--role", role_definition_id,
+        "--scope", scope,
     )  # fmt: skip
 
 
@@ -335,20 +346,20 @@ _SCOPES = {
     "subscription": "Microsoft.ServiceBus/namespaces/{namespace}/topics/{entity}"
     "/subscriptions/{subscription}",
     "eventhub": "Microsoft.EventHub/namespaces/{namespace}/eventhubs/{entity}",
+    "container": "Microsoft.Storage/storageAccounts/{namespace}/blobServices/default"
+    "/containers/{entity}",
 }
+"""Each role scope (``RoleAssignment.entity_type``) as a resource id below ``providers/``."""
 
 
 def _role_command(assignment: RoleAssignment) -> str:
+    """One of the Function app identity's roles; skipped without ``PRINCIPAL_ID`` (the header
+    sets ``SUBSCRIPTION_ID`` only with it, so the scope must not fall back to ``az account``:
+    the arguments of a skipped command are expanded all the same)."""
     path = _SCOPES[assignment.entity_type].format(**dataclasses.asdict(assignment))
-    scope = _Shell(
-        '"/subscriptions/${SUBSCRIPTION_ID:-}/resourceGroups/$RESOURCE_GROUP/providers/"'
-        + shlex.quote(path)
+    return _role_assignment_command(
+        "with_principal", _PRINCIPAL, assignment.role_definition_id, path, "${SUBSCRIPTION_ID:-}"
     )
-    return _command(
-        "with_principal", "az", "role", "assignment", "create", "--assignee-object-id",
-        _PRINCIPAL, "--assignee-principal-type", "ServicePrincipal",
-        "--role", assignment.role_definition_id, "--scope", scope,
-    )  # fmt: skip
 
 
 def az_cli_script(topology: Topology, *, source: str = "topology.json") -> str:
@@ -362,7 +373,8 @@ def az_cli_script(topology: Topology, *, source: str = "topology.json") -> str:
             lines += _foreign_namespace_comments(namespace)
         lines.append("")
     lines.append(
-        "# Data Receiver / Data Sender roles of the Function app's identity (PRINCIPAL_ID)"
+        "# Data Receiver / Data Sender roles of the Function app's identity (PRINCIPAL_ID), and\n"
+        "# Storage Blob Data Contributor on the containers its Service Bus captures write to"
     )
     lines += [_role_command(assignment) for assignment in role_assignments(materialized)]
     lines.append("")

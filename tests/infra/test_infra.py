@@ -98,6 +98,8 @@ def test_role_assignments_are_entity_scoped_with_known_roles(
         "Microsoft.ServiceBus/namespaces/topics",
         "Microsoft.ServiceBus/namespaces/topics/subscriptions",
         "Microsoft.EventHub/namespaces/eventhubs",
+        # A Service Bus capture's container, never the storage account.
+        "Microsoft.Storage/storageAccounts/blobServices/containers",
     }
     for name, resource in roles.items():
         if resource["type"] == "Microsoft.Authorization/roleAssignments":

@@ -16,9 +16,11 @@ consumer groups, role assignments on entities, diagnostic settings on namespaces
 equal. The normalizations, each one a value that ARM or the CLI fills in identically:
 
 - ids: the CLI's subscription and resource group become the evaluator's placeholders;
-- a role assignment is keyed by its scope and role (its name is a ``guid()`` in Bicep and a
-  random UUID in the CLI; ARM allows one assignment per principal, role and scope);
-- the principal and the workspace, unknown before a Bicep deployment, are compared as markers,
+- a role assignment is keyed by its scope, role and principal (its name is a ``guid()`` in
+  Bicep and a random UUID in the CLI; ARM allows one assignment per principal, role and scope):
+  a capture container may hold the same role twice, for an Event Hubs namespace's identity and
+  for the Function app's (a Service Bus capture);
+- the principals and the workspace, unknown before a Bicep deployment, are compared as markers,
   after checking that the CLI sent the values it was given;
 - a SQL filter's ``compatibilityLevel`` 20, which Bicep states and the CLI cannot (no flag): ARM
   documents the property as "reserved for future use ... currently hard-coded to 20".
@@ -76,6 +78,15 @@ identity an Event Hubs namespace with Capture is created with (the script's
 CAPTURE_PRINCIPAL = "<a capturing namespace's principal>"
 STORAGE = "Microsoft.Storage/"
 
+BICEP_PRINCIPALS = {
+    Unknown("app.identity.principalId"): PRINCIPAL,
+    Unknown("eventHubs.identity.principalId"): CAPTURE_PRINCIPAL,
+}
+"""The principal of each role assignment the Bicep files declare -> its marker (any other is a
+``KeyError``: a principal neither path grants roles to)."""
+AZ_PRINCIPALS = {PRINCIPAL_ID: PRINCIPAL, CAPTURE_PRINCIPAL_ID: CAPTURE_PRINCIPAL}
+"""The same for the principals the CLI sent (``PRINCIPAL_ID``, the ``CAPTURE_PRINCIPAL``)."""
+
 _SHIM = """#!{python}
 import json, os, sys
 with open(os.environ["AZ_COMMANDS"], "a", encoding="utf-8") as commands:
@@ -93,11 +104,11 @@ def _kind(path: str) -> str:
     return "/".join([namespace, *rest[0::2]])
 
 
-def _normalized(body: dict[str, Any], kind: str, *, capture: bool = False) -> dict[str, Any]:
+def _normalized(body: dict[str, Any], kind: str, *, principal: str = PRINCIPAL) -> dict[str, Any]:
     body = copy.deepcopy(body)
     properties = body.get("properties", {})
     if kind == "Microsoft.Authorization/roleAssignments":
-        properties["principalId"] = PRINCIPAL if not capture else CAPTURE_PRINCIPAL
+        properties["principalId"] = principal
     if kind == "Microsoft.Insights/diagnosticSettings":
         properties["workspaceId"] = WORKSPACE
     sql_filter = properties.get("sqlFilter", {})
@@ -106,10 +117,10 @@ def _normalized(body: dict[str, Any], kind: str, *, capture: bool = False) -> di
     return body
 
 
-def _role_key(path: str, body: dict[str, Any]) -> str:
+def _role_key(path: str, body: dict[str, Any], principal: str) -> str:
     scope = path.rsplit("/providers/", 1)[0]
     role = body["properties"]["roleDefinitionId"].rsplit("/", 1)[-1]
-    return f"{scope}/providers/Microsoft.Authorization/roleAssignments/<{role}>"
+    return f"{scope}/providers/Microsoft.Authorization/roleAssignments/<{role} for {principal}>"
 
 
 MESSAGING = ("Microsoft.ServiceBus/", "Microsoft.EventHub/")
@@ -130,23 +141,24 @@ def bicep_resources(deployment: Deployment) -> dict[str, dict[str, Any]]:
             assert not resource.type.startswith(MESSAGING), resource
             assert not getattr(scope, "type", "").startswith(MESSAGING), resource
             continue
-        # An Event Hubs namespace's Capture role is on its storage container.
-        capture = path.startswith(STORAGE) and "/roleAssignments/" in path
-        if not path.startswith(MESSAGING) and not capture:
+        # Capture roles are on storage containers: an Event Hubs namespace's for its own
+        # identity, a Service Bus capture's for the Function app's.
+        on_container = path.startswith(STORAGE) and "/roleAssignments/" in path
+        if not path.startswith(MESSAGING) and not on_container:
             continue
         kind = _kind(path)
         assert kind in TOPOLOGY_KINDS, path
         body = {k: v for k, v in resource.body.items() if k not in ("name", "scope", "parent",
                                                                       "dependsOn")}  # fmt: skip
+        principal = PRINCIPAL
         if kind == "Microsoft.Authorization/roleAssignments":
-            principal = resource.body["properties"]["principalId"]
-            expected = "eventHubs.identity.principalId" if capture else "app.identity.principalId"
-            assert principal == Unknown(expected), path
-            path = _role_key(path, body)
+            principal = BICEP_PRINCIPALS[resource.body["properties"]["principalId"]]
+            assert principal == PRINCIPAL or on_container, path
+            path = _role_key(path, body, principal)
         if kind == "Microsoft.Insights/diagnosticSettings":
             assert resource.body["properties"]["workspaceId"] == Unknown("logs.id"), path
         assert path not in found, f"{path} declared twice"
-        found[path] = _normalized(body, kind, capture=capture)
+        found[path] = _normalized(body, kind, principal=principal)
     return found
 
 
@@ -204,15 +216,15 @@ def az_resources(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         )
         body = json.loads(text.replace(RECORDED_SUBSCRIPTION, SUBSCRIPTION_ID))
         kind = _kind(path)
-        capture = path.startswith(STORAGE)
+        principal = PRINCIPAL
         if kind == "Microsoft.Authorization/roleAssignments":
-            expected = CAPTURE_PRINCIPAL_ID if capture else PRINCIPAL_ID
-            assert body["properties"]["principalId"] == expected, command
-            path = _role_key(path, body)
+            principal = AZ_PRINCIPALS[body["properties"]["principalId"]]
+            assert principal == PRINCIPAL or path.startswith(STORAGE), command
+            path = _role_key(path, body, principal)
         if kind == "Microsoft.Insights/diagnosticSettings":
             assert put["body"]["properties"]["workspaceId"] == WORKSPACE_ID, command
         assert path not in found, f"{path} written twice"
-        found[path] = _normalized(body, kind, capture=capture)
+        found[path] = _normalized(body, kind, principal=principal)
     return found
 
 

@@ -35,7 +35,6 @@ from typing import Any
 from replication.topology import (
     HEARTBEAT_READER,
     STORAGE_BLOB_DATA_CONTRIBUTOR,
-    CaptureSource,
     EntityRef,
     NamespaceKind,
     Topology,
@@ -135,7 +134,7 @@ def role_assignments(topology: Topology) -> list[RoleAssignment]:
     for target in heartbeat_receivers(topology):
         ref = EntityRef(namespace=target, entity=entity, subscription=HEARTBEAT_READER)
         assignments.add(_assignment(topology, ref, "receiver"))
-    captures = capture_tasks(topology)
+    captures = capture_sources(topology)
     for capture in captures:
         assignments.add(_assignment(topology, capture.source, "receiver"))
     owned = {resource_name(namespace) for namespace in provisioned(topology)}
@@ -153,24 +152,3 @@ def role_assignments(topology: Topology) -> list[RoleAssignment]:
         for capture in captures
     }
     return entities + sorted(containers)
-
-
-def capture_tasks(topology: Topology) -> list[CaptureSource]:
-    """The capture tasks whose subscription the topology declares.
-
-    ``capture_sources`` lists a task for every topic of a capturing namespace, the heartbeat
-    topic too, but the loader adds heartbeats after the capture subscriptions, so that topic
-    holds none (heartbeats are never captured): a role on a subscription that does not exist
-    would fail the deployment."""
-    declared = {
-        (namespace.name, topic.name, subscription.name)
-        for namespace in topology.namespaces
-        for topic in namespace.topics
-        for subscription in topic.subscriptions
-    }
-    return [
-        capture
-        for capture in capture_sources(topology)
-        if (capture.source.namespace, capture.source.entity, capture.source.subscription)
-        in declared
-    ]

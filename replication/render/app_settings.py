@@ -11,7 +11,7 @@ read by the Functions host for the triggers and by the replicator's senders for 
 - ``<connection>__clientId``: only with a user-assigned identity, its client id (the same
   article: a user-assigned identity needs ``__credential`` *and* ``__clientId``).
 
-A topology with a Service Bus capture (:func:`~replication.render.access.capture_tasks`) gets the
+A topology with a Service Bus capture (:func:`~replication.topology.capture_sources`) gets the
 same identity settings under ``REPLICATION_CAPTURE_STORAGE`` (``replication.settings``), the
 connection its capture tasks write blobs with: ``__credential=managedidentity``, and ``__clientId``
 with a user-assigned identity. No connection string and no account setting: each capture names
@@ -29,9 +29,7 @@ locally ``__credential`` should stay unset, so that the developer's own identity
 from __future__ import annotations
 
 from replication.settings import CAPTURE_STORAGE_SETTING
-from replication.topology import TOPOLOGY_SETTING, Topology
-
-from .access import capture_tasks
+from replication.topology import TOPOLOGY_SETTING, Topology, capture_sources
 
 KEY_VAULT_PLACEHOLDER = "{keyVaultName}"
 IDENTITY_CLIENT_ID_PLACEHOLDER = "{identityClientId}"
@@ -43,7 +41,7 @@ def _identity_connections(topology: Topology) -> list[str]:
     those behind a Key Vault secret, and the capture storage when there is a Service Bus
     capture."""
     prefixes = [n.connection for n in topology.namespaces if not n.key_vault_secret]
-    if capture_tasks(topology):
+    if capture_sources(topology):
         prefixes.append(CAPTURE_STORAGE_SETTING)
     return prefixes
 
@@ -71,7 +69,7 @@ def app_settings(
             prefix = namespace.connection
             settings[f"{prefix}__fullyQualifiedNamespace"] = namespace.fully_qualified_namespace
             settings[f"{prefix}__credential"] = MANAGED_IDENTITY
-    if capture_tasks(topology):
+    if capture_sources(topology):
         settings[f"{CAPTURE_STORAGE_SETTING}__credential"] = MANAGED_IDENTITY
     if identity_client_id:
         settings.update(user_assigned_identity_settings(topology, identity_client_id))

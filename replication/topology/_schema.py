@@ -10,7 +10,11 @@ in a validator a generic generator cannot see:
   validator reads);
 - a task's ``options``: the options model of the task's ``pattern`` (``if``/``then`` per
   pattern), and ``pattern`` itself as the registry's names;
-- a task's ``transform``: a ``package.module:function`` string as well as the object.
+- a task's ``transform``: a ``package.module:function`` string as well as the object;
+- what a namespace may hold by its ``kind`` (:meth:`NamespaceSpec._entities_match_kind
+  <replication.topology.NamespaceSpec>`): no event hubs in a Service Bus namespace, no queues
+  or topics in an Event Hubs one, no Event Hubs Capture timings on a Service Bus capture, and,
+  with a ``capture``, no rules on a declared capture subscription (:mod:`._capture`).
 
 What a schema cannot express stays the loader's alone: cross-references (a task's namespace and
 entity exist, names are unique, a target differs from its source), SQL syntax, delivery counts
@@ -34,6 +38,8 @@ from pydantic.json_schema import models_json_schema
 from replication.durations import ISO8601_PATTERN, parse_iso8601
 from replication.planning import PATTERN_NAMES, load_pattern
 
+from ._capture import CAPTURE_SUBSCRIPTION
+from ._specs import NamespaceKind
 from ._topology import Topology
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -80,6 +86,7 @@ def topology_schema() -> dict[str, Any]:
         _options_of(name, refs[(model, "validation")]["$ref"], model)
         for name, model in options.items()
     ]
+    definitions["NamespaceSpec"]["allOf"] = _namespace_kind_rules()
     result: dict[str, Any] = {
         "$schema": SCHEMA_DIALECT,
         "title": SCHEMA_TITLE,
@@ -169,6 +176,47 @@ def _options_of(name: str, ref: str, model: type[BaseModel]) -> dict[str, Any]:
         "if": {"properties": {"pattern": {"const": name}}, "required": ["pattern"]},
         "then": then,
     }
+
+
+def _namespace_kind_rules() -> list[dict[str, Any]]:
+    """``if``/``then`` per namespace kind, and for a namespace with a capture (the loader's
+    own rules, see the module docstring)."""
+
+    def kind(value: NamespaceKind) -> dict[str, Any]:
+        return {"properties": {"kind": {"const": value.value}}, "required": ["kind"]}
+
+    empty = {"type": "array", "maxItems": 0}
+    timings = {"anyOf": [{"required": ["interval"]}, {"required": ["sizeLimitBytes"]}]}
+    # Service Bus names are case-insensitive, as the loader compares them.
+    reserved = (
+        "^"
+        + "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in CAPTURE_SUBSCRIPTION)
+        + "$"
+    )
+    capture_subscription = {
+        "if": {"properties": {"name": {"pattern": reserved}}, "required": ["name"]},
+        "then": {"properties": {"rules": empty}},
+    }
+    subscriptions = {"items": {"properties": {"subscriptions": {"items": capture_subscription}}}}
+    return [
+        {
+            "if": kind(NamespaceKind.SERVICEBUS),
+            "then": {
+                "properties": {
+                    "eventHubs": empty,
+                    "capture": {"anyOf": [{"type": "null"}, {"not": timings}]},
+                }
+            },
+        },
+        {
+            "if": kind(NamespaceKind.EVENTHUBS),
+            "then": {"properties": {"queues": empty, "topics": empty}},
+        },
+        {
+            "if": {"properties": {"capture": {"type": "object"}}, "required": ["capture"]},
+            "then": {"properties": {"topics": subscriptions}},
+        },
+    ]
 
 
 def _seconds(text: str) -> float:

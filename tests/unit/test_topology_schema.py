@@ -41,10 +41,6 @@ LOADER_ONLY = {
     "maxDeliveryCount and lockDuration and a task's retry.outageTolerance",
     "session-target-from-plain-source.json": CROSS_REFERENCE + " (sessions on both ends)",
     "session-subscription-fed-by-plain-source.json": CROSS_REFERENCE + " (sessions on both ends)",
-    "capture-interval-on-service-bus.json": "a field allowed by the namespace's kind (the schema "
-    "has one namespace record for both kinds)",
-    "capture-subscription-with-rules.json": "rules allowed on a subscription only when the "
-    "namespace has no capture",
 }
 
 

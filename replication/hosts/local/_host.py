@@ -48,7 +48,7 @@ from types import TracebackType
 from replication.heartbeats import HeartbeatBook
 from replication.heartbeats.local import start_heartbeats
 from replication.runtime import TaskStatus, runner_for, supervise
-from replication.settings import STORAGE_SETTING, Settings
+from replication.settings import CAPTURE_STORAGE_SETTING, STORAGE_SETTING, Settings
 from replication.topology import (
     NamespaceKind,
     Topology,
@@ -171,6 +171,13 @@ class LocalHost:
         from replication.capture import CaptureRunner
         from replication.transport.capture import capture_store
 
+        if self.settings.capture_storage.secret() is None:
+            logger.warning(
+                "%s is not set: the captures write to their capture sections' storage accounts "
+                "with this machine's identity (for a local run, set it to a folder or to "
+                "Azurite's connection string)",
+                CAPTURE_STORAGE_SETTING,
+            )
         for capture in captures:
             store = capture_store(capture.spec, self.settings.capture_storage)
             status = self.status[capture.name] = TaskStatus()

@@ -4,8 +4,9 @@
 One Put Blob per file (``upload_blob(overwrite=True)``): Blob Storage commits the whole blob or
 nothing, so a reader never sees part of a file, and writing the same batch again replaces the
 blob with the same bytes. The container is created on the first write when it does not exist
-(with a role limited to Storage Blob Data Contributor on the container, create it beforehand;
-the 409 of an existing one is ignored). Errors are the storage SDK's, raised to the caller,
+(the 409 of an existing one is ignored; with a role limited to Storage Blob Data Contributor on
+the container, which is what the provisioning grants, the container must exist beforehand and a
+403 to the creation is ignored too). Errors are the storage SDK's, raised to the caller,
 which must then leave its batch unsettled.
 
 :func:`capture_store` picks the store a capture section writes to from the app setting
@@ -18,11 +19,11 @@ none), ``<folder>/<container>``; unset, the capture's own account
 
 from __future__ import annotations
 
-import contextlib
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-from azure.core.exceptions import ResourceExistsError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError
 from azure.storage.blob import ContainerClient, LinearRetry
 
 from replication.capture import CaptureStore, FolderStore
@@ -59,8 +60,15 @@ class BlobCaptureStore:
 
     def put(self, path: str, data: bytes) -> None:
         if not self._ready:
-            with contextlib.suppress(ResourceExistsError):
+            try:
                 self._container.create_container()
+            except ResourceExistsError:
+                pass
+            except HttpResponseError as error:
+                # A role on the container alone may not create it: then it must exist (the
+                # provisioning references it as existing), and the upload says if it does not.
+                if error.status_code != HTTPStatus.FORBIDDEN:
+                    raise
             self._ready = True
         self._container.upload_blob(path, data, overwrite=True)
 

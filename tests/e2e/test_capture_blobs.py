@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from azure.storage.blob import ContainerClient
+from azure.storage.blob import ContainerClient, ContainerSasPermissions, generate_container_sas
 
 from replication.capture import CaptureWriter, FolderStore
 from replication.envelope import Envelope
@@ -83,3 +83,30 @@ def test_the_capture_setting_picks_azurite_a_folder_or_the_accounts_own_endpoint
     assert own.url == "https://stcaptures.blob.core.windows.net/audit"
     with pytest.raises(ConfigurationError, match=CAPTURE_STORAGE_SETTING):
         capture_store(spec, connection("AccountName=x;NotAKey"))
+
+
+def test_a_writer_allowed_only_into_the_container_writes_into_the_existing_one(
+    azurite: str,
+) -> None:
+    """As with the role the provisioning grants (Storage Blob Data Contributor on the container
+    alone): creating the container is refused (403), which the store takes for "it exists",
+    and the blobs go in. Azurite stands in for the role with a container SAS that may write
+    blobs and nothing else."""
+    with ContainerClient.from_connection_string(azurite, "scoped") as owner:
+        owner.create_container()
+        key = owner.credential.account_key
+        sas = generate_container_sas(
+            owner.account_name,
+            "scoped",
+            account_key=key,
+            permission=ContainerSasPermissions(write=True, create=True),
+            expiry=datetime.now(UTC) + timedelta(hours=1),
+        )
+        scoped = BlobCaptureStore(
+            ContainerClient(owner.url.rsplit("/", 1)[0], "scoped", credential=sas)
+        )
+        (path,) = CaptureWriter(scoped, "weu").write(
+            [Envelope(message_id="m", enqueued_time_utc=T0, sequence_number=1)]
+        )
+        scoped.close()
+        assert [blob.name for blob in owner.list_blobs()] == [path]

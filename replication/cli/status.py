@@ -35,7 +35,14 @@ from replication.failover.overview import (
     overview_lines,
     read_overview,
 )
-from replication.operations import PEEK_CAP, StatusReport, heartbeat_text, read_status, task_lines
+from replication.operations import (
+    PEEK_CAP,
+    StatusReport,
+    capture_line,
+    heartbeat_text,
+    read_status,
+    task_lines,
+)
 from replication.settings import Settings
 from replication.transport.failover import failover_store_from_settings
 
@@ -102,4 +109,7 @@ def render(report: StatusReport) -> str:
             f"  {beat.origin} -> {beat.target}: {heartbeat_text(beat)}"
             for beat in report.heartbeats
         ]
+    if report.captures:
+        lines.append("Service Bus captures (waiting in their subscriptions):")
+        lines += [f"  {capture_line(capture)}" for capture in report.captures]
     return "\n".join(lines)

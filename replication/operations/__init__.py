@@ -24,7 +24,15 @@ host (``tests/unit/test_architecture.py``).
 
 from replication.exceptions import RedriveStoppedError
 
-from ._figures import PEEK_CAP, Backlog, Count, FiguresReader, PartitionLag, TaskReport
+from ._figures import (
+    PEEK_CAP,
+    Backlog,
+    CaptureReport,
+    Count,
+    FiguresReader,
+    PartitionLag,
+    TaskReport,
+)
 from ._redrive import (
     EventPosition,
     ProgressCallback,
@@ -36,11 +44,19 @@ from ._redrive import (
     redrive_source,
 )
 from ._states import Decision, Observed, PathHeartbeat, Rpo, TaskState, Thresholds, decide
-from ._status import HeartbeatReport, StatusReport, heartbeat_text, read_status, task_lines
+from ._status import (
+    HeartbeatReport,
+    StatusReport,
+    capture_line,
+    heartbeat_text,
+    read_status,
+    task_lines,
+)
 
 __all__ = [
     "PEEK_CAP",
     "Backlog",
+    "CaptureReport",
     "Count",
     "Decision",
     "EventPosition",
@@ -61,6 +77,7 @@ __all__ = [
     "TaskReport",
     "TaskState",
     "Thresholds",
+    "capture_line",
     "decide",
     "heartbeat_text",
     "read_status",

@@ -49,6 +49,7 @@ from replication.exceptions import SourceUnreadableError
 from replication.properties import DEAD_LETTER_SOURCE, REPL_ORIGIN
 from replication.settings import Settings
 from replication.topology import (
+    CaptureSource,
     EntityRef,
     NamespaceKind,
     ResolvedTask,
@@ -141,6 +142,21 @@ class TaskReport:
     state: TaskState = TaskState.UNKNOWN
     reasons: tuple[str, ...] = ()
     rpo: Rpo = dataclasses.field(default_factory=lambda: Rpo(None, False, None))
+
+
+@dataclasses.dataclass(slots=True)
+class CaptureReport:
+    """What a Service Bus capture has not written yet (``error``: its namespace could not be
+    read): the messages waiting in its subscription, the age of the oldest, and the ones in the
+    subscription's dead-letter queue (batches the capture gave up on after ``maxDeliveryCount``:
+    redrive them)."""
+
+    capture: str
+    source: str
+    backlog: Count | None = None
+    oldest_age: float | None = None
+    dead_letters: Count | None = None
+    error: str | None = None
 
 
 class FiguresReader:
@@ -307,6 +323,22 @@ class FiguresReader:
         contents = self._peek(ref, dead_letter=dead_letter)
         return Count(len(contents.messages), contents.capped)
 
+    # -- captures ------------------------------------------------------------------------------
+
+    def capture(self, capture: CaptureSource) -> CaptureReport:
+        """The backlog of a Service Bus capture (see :class:`CaptureReport`); never raises for
+        a namespace that cannot be read."""
+        report = CaptureReport(capture.name, capture.source.describe())
+        try:
+            contents = self._peek(capture.source, dead_letter=False)
+            report.backlog = Count(len(contents.messages), contents.capped)
+            times = [m.enqueued_time for m in contents.messages if m.enqueued_time is not None]
+            report.oldest_age = self._age(min(times)) if times else None
+            report.dead_letters = self._count(capture.source, dead_letter=True)
+        except SourceUnreadableError as error:
+            report.error = str(error)
+        return report
+
     # -- heartbeats ----------------------------------------------------------------------------
 
     def path_heartbeats(self, task: ResolvedTask | str) -> list[PathHeartbeat]:
@@ -418,6 +450,7 @@ def _secs(value: timedelta) -> float:
 __all__ = [
     "PEEK_CAP",
     "Backlog",
+    "CaptureReport",
     "Count",
     "FiguresReader",
     "PartitionLag",

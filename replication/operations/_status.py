@@ -1,5 +1,5 @@
-"""``python -m replication status``: every task's figures, state and RPO, and every heartbeat
-path's newest heartbeat.
+"""``python -m replication status``: every task's figures, state and RPO, every heartbeat
+path's newest heartbeat, and every Service Bus capture's backlog.
 
 The figures are :class:`~replication.operations.FiguresReader`'s (the failover commands read
 theirs the same way), the states and the RPO :func:`~replication.operations.decide`'s; this
@@ -18,10 +18,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from replication.settings import Settings
-from replication.topology import Topology
+from replication.topology import Topology, capture_sources
 from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT
 
-from ._figures import PEEK_CAP, Clock, Count, FiguresReader, TaskReport
+from ._figures import PEEK_CAP, CaptureReport, Clock, Count, FiguresReader, TaskReport
 from ._states import PathHeartbeat, Thresholds
 
 HeartbeatReport = PathHeartbeat
@@ -33,10 +33,15 @@ class StatusReport:
     tasks: list[TaskReport]
     heartbeats: list[PathHeartbeat]
     thresholds: Thresholds
+    captures: list[CaptureReport] = dataclasses.field(default_factory=list)
 
     @property
     def unreachable(self) -> bool:
-        return any(t.error for t in self.tasks) or any(h.error for h in self.heartbeats)
+        return (
+            any(t.error for t in self.tasks)
+            or any(h.error for h in self.heartbeats)
+            or any(c.error for c in self.captures)
+        )
 
     def as_json(self) -> dict[str, Any]:
         """The report as one JSON object (``status --json``; keys in ``docs/how-to/status.md``)."""
@@ -48,6 +53,7 @@ class StatusReport:
             },
             "tasks": [_task_json(task) for task in self.tasks],
             "heartbeats": [_heartbeat_json(beat) for beat in self.heartbeats],
+            "captures": [_capture_json(capture) for capture in self.captures],
             "unreachable": self.unreachable,
         }
 
@@ -65,7 +71,8 @@ def read_status(
     reader = FiguresReader(topology, settings, cap=cap, clock=clock, call_timeout=call_timeout)
     try:
         tasks = [reader.task(topology.resolved(spec)) for spec in topology.tasks]
-        return StatusReport(tasks, reader.heartbeats(), reader.thresholds)
+        captures = [reader.capture(capture) for capture in capture_sources(topology)]
+        return StatusReport(tasks, reader.heartbeats(), reader.thresholds, captures)
     finally:
         reader.close()
 
@@ -142,6 +149,28 @@ def _heartbeat_json(beat: PathHeartbeat) -> dict[str, Any]:
     }
 
 
+def capture_line(capture: CaptureReport) -> str:
+    """A Service Bus capture as ``status`` prints it: what waits to be written."""
+    if capture.error:
+        return f"{capture.capture} ({capture.source}): UNREACHABLE: {capture.error}"
+    oldest = "-" if capture.oldest_age is None else f"{capture.oldest_age:.1f} s"
+    return (
+        f"{capture.capture} ({capture.source}): not yet captured {capture.backlog}, oldest "
+        f"{oldest}, dead-lettered {capture.dead_letters}"
+    )
+
+
+def _capture_json(capture: CaptureReport) -> dict[str, Any]:
+    return {
+        "capture": capture.capture,
+        "source": capture.source,
+        "backlog": _count_json(capture.backlog),
+        "oldestSeconds": _round(capture.oldest_age),
+        "deadLettered": _count_json(capture.dead_letters),
+        "error": capture.error,
+    }
+
+
 def _task_json(task: TaskReport) -> dict[str, Any]:
     return {
         "task": task.task,
@@ -179,4 +208,11 @@ def _task_json(task: TaskReport) -> dict[str, Any]:
     }
 
 
-__all__ = ["HeartbeatReport", "StatusReport", "heartbeat_text", "read_status", "task_lines"]
+__all__ = [
+    "HeartbeatReport",
+    "StatusReport",
+    "capture_line",
+    "heartbeat_text",
+    "read_status",
+    "task_lines",
+]

@@ -184,8 +184,11 @@ def message_summary(copies: DataFrame, regions: RegionIndex) -> DataFrame:
     per region number i: ``n{i}`` copies there, ``k{i}`` the ordering key of the first of them
     (null without one) and ``s{i}`` its sequence number; when the region holds two copies
     enqueued at different times, ``x{i}`` and ``y{i}``, the key and sequence number of the other
-    one; ``listed``, whether these columns list every copy of the message (false with three
-    copies in one region, or two enqueued in the same microsecond). Derived columns: ``Summary``.
+    one; ``r{i}``, the copies beyond the first when every copy there has the same enqueue time
+    and sequence number (one copy of the region captured more than once, as a Service Bus
+    capture does when it is redelivered a batch it had written: ``replication.capture``);
+    ``listed``, whether these columns list every copy of the message (false with three copies in
+    one region, or two enqueued in the same microsecond). Derived columns: ``Summary``.
 
     Among copies with equal keys (one region, the same microsecond) the first is whichever
     Spark meets first; ``k{i}`` and ``s{i}`` come from that same copy, as ``min`` and
@@ -202,6 +205,8 @@ def message_summary(copies: DataFrame, regions: RegionIndex) -> DataFrame:
             F.min_by(SEQUENCE, here).alias(f"s{index}"),
             F.max(here).alias(f"last_key{index}"),
             F.max_by(SEQUENCE, here).alias(f"last_sequence{index}"),
+            F.min(F.when(region == index, F.col(SEQUENCE))).alias(f"low{index}"),
+            F.max(F.when(region == index, F.col(SEQUENCE))).alias(f"high{index}"),
         ]
     grouped = copies.groupBy(MESSAGE_ID).agg(
         F.max("o").alias("declared_origin"),
@@ -217,12 +222,18 @@ def message_summary(copies: DataFrame, regions: RegionIndex) -> DataFrame:
     for index in regions.numbers:
         copies_here, first, last = F.col(f"n{index}"), F.col(f"k{index}"), F.col(f"last_key{index}")
         second = (copies_here == 2) & (last != first)
+        # One copy captured more than once: every copy here has the same enqueue time and the
+        # same sequence number, which two enqueues of a message never share.
+        repeated = (
+            (copies_here > 1) & (last == first) & (F.col(f"low{index}") == F.col(f"high{index}"))
+        )
         columns += [
             copies_here,
             first,
             F.col(f"s{index}"),
             F.when(second, last).alias(f"x{index}"),
             F.when(second, F.col(f"last_sequence{index}")).alias(f"y{index}"),
+            F.when(repeated, copies_here - 1).otherwise(F.lit(0)).alias(f"r{index}"),
         ]
         listed = listed & ((copies_here <= 1) | second)
     return grouped.select(
@@ -352,6 +363,7 @@ def figure_columns(regions: RegionIndex, expect: list[tuple[str, str]]) -> list[
             ),
             F.min(f"k{index}").alias(f"first{index}"),
             F.max(f"k{index}").alias(f"last{index}"),
+            F.coalesce(F.sum(f"r{index}"), F.lit(0)).alias(f"repeats{index}"),
         ]
     return columns
 
@@ -384,18 +396,22 @@ class Figures:
         )
 
     def region_report(self) -> dict[str, dict[str, int]]:
-        """Per region: records, distinct messages, expected replicas, in-region duplicates,
-        unexpected duplicates (in-region duplicates and copies the topology does not send
-        there) and missing messages."""
+        """Per region: records, distinct messages, expected replicas, capture repeats (one copy
+        read more than once: same enqueue time, same sequence number), in-region duplicates
+        (the other second copies), unexpected duplicates (in-region duplicates and copies the
+        topology does not send there) and missing messages."""
         report = {}
         for index, region in enumerate(self.regions.names):
             records, held = self[f"records{index}"], self[f"held{index}"]
+            repeats = self[f"repeats{index}"]
+            in_region = records - held - repeats
             report[region] = {
                 "records": records,
                 "unique_messages": held,
                 "expected_replicas": self[f"expected{index}"],
-                "in_region_duplicates": records - held,
-                "unexpected_duplicates": records - held + self[f"stranger{index}"],
+                "capture_repeats": repeats,
+                "in_region_duplicates": in_region,
+                "unexpected_duplicates": in_region + self[f"stranger{index}"],
                 "missing": self[f"missing{index}"],
             }
         return report

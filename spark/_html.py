@@ -393,6 +393,7 @@ REGION_COLUMNS = {
     "records": "copies held",
     "unique_messages": "messages held",
     "expected_replicas": "expected replicas",
+    "capture_repeats": "capture repeats",
     "in_region_duplicates": "in-region duplicates",
     "unexpected_duplicates": "unexpected duplicates",
     "missing": "missing messages",

@@ -188,6 +188,7 @@ def run_audit(
         "duplicate_records": total - unique,
         "expected_replicas": expected,
         "unexpected_duplicates": unexpected,
+        "capture_repeats": sum(region["capture_repeats"] for region in regions_report.values()),
         "regions": {region: regions_report[region] for region in regions},
         "missing_total": missing_total,
         "loops": figures["loops"],

@@ -14,10 +14,11 @@ delivered again.
 holds (MessageId, sequence number, enqueue time), so a batch delivered again with the same
 messages rewrites the same files with the same bytes. Service Bus may regroup a redelivered
 batch, though (other messages join it, or it arrives split): then a message can be in two files.
-The audit tells such a capture duplicate from a replication duplicate: both copies have the
-same sequence number and enqueue time in the same region (``duplicates/`` lists the copy with
-the first copy's sequence number), where a replica sent twice is enqueued twice, with two
-sequence numbers. Either counts in the report's ``unexpected_duplicates``.
+The audit tells such a capture repeat from a replication duplicate: both copies have the same
+sequence number and enqueue time in the same region, where a replica sent twice is enqueued
+twice, with two sequence numbers. The report counts repeats as ``capture_repeats``, not among
+the ``unexpected_duplicates`` (``duplicates/`` still lists them, with the first copy's
+sequence number).
 
 Stores: :class:`FolderStore` (a local or mounted folder: write to a temporary file, fsync,
 rename) and ``replication.transport.capture.BlobCaptureStore`` (Azure Blob Storage or Azurite:

@@ -46,6 +46,7 @@ def test_demo_replicates_every_message_once_and_the_audit_agrees(tmp_path: Path)
             "records": 14,
             "unique_messages": 14,
             "expected_replicas": 7,
+            "capture_repeats": 0,
             "in_region_duplicates": 0,
             "unexpected_duplicates": 0,
             "missing": 0,

@@ -103,11 +103,14 @@ def test_report_has_exact_answers_for_every_key(spark: Any, tmp_path: Path) -> N
     assert report["invalid_records"] == 1
     assert report["regions"] == {
         "weu": {"records": 7, "unique_messages": 6, "expected_replicas": 3,
-                "in_region_duplicates": 1, "unexpected_duplicates": 1, "missing": 0},
+                "capture_repeats": 0, "in_region_duplicates": 1, "unexpected_duplicates": 1,
+                "missing": 0},
         "neu": {"records": 5, "unique_messages": 5, "expected_replicas": 3,
-                "in_region_duplicates": 0, "unexpected_duplicates": 0, "missing": 1},
+                "capture_repeats": 0, "in_region_duplicates": 0, "unexpected_duplicates": 0,
+                "missing": 1},
         "eus": {"records": 7, "unique_messages": 6, "expected_replicas": 5,
-                "in_region_duplicates": 1, "unexpected_duplicates": 1, "missing": 0},
+                "capture_repeats": 0, "in_region_duplicates": 1, "unexpected_duplicates": 1,
+                "missing": 0},
     }  # fmt: skip
     assert report["missing_total"] == 1
     assert report["loops"] == 1
@@ -123,7 +126,8 @@ def test_report_has_exact_answers_for_every_key(spark: Any, tmp_path: Path) -> N
     }
     assert set(report) == {
         "total_records", "unique_messages", "duplicate_records", "expected_replicas",
-        "unexpected_duplicates", "regions", "missing_total", "loops", "lag_seconds",
+        "unexpected_duplicates", "capture_repeats", "regions", "missing_total", "loops",
+        "lag_seconds",
         "clock_skew_suspects", "late_records", "invalid_records",
     }  # fmt: skip
 
@@ -178,6 +182,47 @@ def test_ties_in_time_go_to_the_region_name_and_one_copy_per_region_is_kept(
                   ("z", "a", 2), ("z", "a", 4), ("z", "a", 4)]  # fmt: skip
     assert sorted([*listed, *kept]) == every_copy  # each copy exactly once, in one folder
     assert {(r["first_region"], r["late"]) for r in duplicates} == {("a", False), ("b", False)}
+
+
+def test_one_copy_captured_twice_is_a_capture_repeat_not_a_duplicate(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A Service Bus capture redelivered a batch it had written writes its copies again: in one
+    region, the same message, enqueue time and sequence number (replication.capture). Those are
+    capture repeats, left out of the duplicates; a second enqueue of the message (another
+    sequence number, even in the same microsecond) stays an in-region duplicate. ``duplicates/``
+    still lists every copy but the first, the repeats with the first copy's sequence number."""
+
+    def copy(message_id: str, seconds: float, sequence: int, origin: str | None = None) -> Any:
+        item = (
+            replica(message_id, seconds, origin, "neu") if origin else record(message_id, seconds)
+        )
+        return {**item, "sequence_number": sequence}
+
+    regions = {
+        "weu": [
+            copy("m1", 0, 1), copy("m1", 0, 1),  # captured twice
+            copy("m2", 1, 2), copy("m2", 1, 5),  # enqueued twice in the same microsecond
+            copy("m3", 2, 3), copy("m3", 2, 3), copy("m3", 2, 3),  # captured three times
+        ],
+        "neu": [copy("m1", 1, 10, "weu"), copy("m2", 2, 11, "weu"), copy("m3", 3, 12, "weu")],
+    }  # fmt: skip
+    report = run(spark, tmp_path, regions=regions)
+    assert report["regions"]["weu"] == {
+        "records": 7, "unique_messages": 3, "expected_replicas": 0, "capture_repeats": 3,
+        "in_region_duplicates": 1, "unexpected_duplicates": 1, "missing": 0,
+    }  # fmt: skip
+    assert report["regions"]["neu"]["capture_repeats"] == 0
+    assert (report["capture_repeats"], report["unexpected_duplicates"]) == (3, 1)
+    assert report["duplicate_records"] == 7
+    duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates")).collect()
+    weu = sorted(
+        (r["message_id"], r["sequence_number"]) for r in duplicates if r["region"] == "weu"
+    )
+    assert weu in (
+        [("m1", 1), ("m2", 2), ("m3", 3), ("m3", 3)],
+        [("m1", 1), ("m2", 5), ("m3", 3), ("m3", 3)],
+    )
 
 
 def test_without_duplicates_the_duplicates_folder_is_an_empty_dataset(

@@ -174,6 +174,11 @@ KEY_FIGURES = (
         "unexpected duplicates",
         "a region holds a message twice, or a copy the topology sends none of",
     ),
+    (
+        "capture_repeats",
+        "capture repeats",
+        "one copy read twice (same sequence number and time): not a duplicate",
+    ),
     ("missing_total", "missing", "a region lacks a message it should hold (per region)"),
     ("loops", "looping messages", "path names a namespace twice or too many hops"),
     ("late_records", "late copies", "after the watermark: a stream dedup misses them"),

@@ -184,11 +184,8 @@ def message_summary(copies: DataFrame, regions: RegionIndex) -> DataFrame:
     per region number i: ``n{i}`` copies there, ``k{i}`` the ordering key of the first of them
     (null without one) and ``s{i}`` its sequence number; when the region holds two copies
     enqueued at different times, ``x{i}`` and ``y{i}``, the key and sequence number of the other
-    one; ``r{i}``, the copies beyond the first when every copy there has the same enqueue time
-    and sequence number (one copy of the region captured more than once, as a Service Bus
-    capture does when it is redelivered a batch it had written: ``replication.capture``);
-    ``listed``, whether these columns list every copy of the message (false with three copies in
-    one region, or two enqueued in the same microsecond). Derived columns: ``Summary``.
+    one; ``listed``, whether these columns list every copy of the message (false with three
+    copies in one region, or two enqueued in the same microsecond). Derived columns: ``Summary``.
 
     Among copies with equal keys (one region, the same microsecond) the first is whichever
     Spark meets first; ``k{i}`` and ``s{i}`` come from that same copy, as ``min`` and
@@ -205,8 +202,6 @@ def message_summary(copies: DataFrame, regions: RegionIndex) -> DataFrame:
             F.min_by(SEQUENCE, here).alias(f"s{index}"),
             F.max(here).alias(f"last_key{index}"),
             F.max_by(SEQUENCE, here).alias(f"last_sequence{index}"),
-            F.min(F.when(region == index, F.col(SEQUENCE))).alias(f"low{index}"),
-            F.max(F.when(region == index, F.col(SEQUENCE))).alias(f"high{index}"),
         ]
     grouped = copies.groupBy(MESSAGE_ID).agg(
         F.max("o").alias("declared_origin"),
@@ -222,18 +217,12 @@ def message_summary(copies: DataFrame, regions: RegionIndex) -> DataFrame:
     for index in regions.numbers:
         copies_here, first, last = F.col(f"n{index}"), F.col(f"k{index}"), F.col(f"last_key{index}")
         second = (copies_here == 2) & (last != first)
-        # One copy captured more than once: every copy here has the same enqueue time and the
-        # same sequence number, which two enqueues of a message never share.
-        repeated = (
-            (copies_here > 1) & (last == first) & (F.col(f"low{index}") == F.col(f"high{index}"))
-        )
         columns += [
             copies_here,
             first,
             F.col(f"s{index}"),
             F.when(second, last).alias(f"x{index}"),
             F.when(second, F.col(f"last_sequence{index}")).alias(f"y{index}"),
-            F.when(repeated, copies_here - 1).otherwise(F.lit(0)).alias(f"r{index}"),
         ]
         listed = listed & ((copies_here <= 1) | second)
     return grouped.select(
@@ -363,7 +352,6 @@ def figure_columns(regions: RegionIndex, expect: list[tuple[str, str]]) -> list[
             ),
             F.min(f"k{index}").alias(f"first{index}"),
             F.max(f"k{index}").alias(f"last{index}"),
-            F.coalesce(F.sum(f"r{index}"), F.lit(0)).alias(f"repeats{index}"),
         ]
     return columns
 
@@ -395,21 +383,22 @@ class Figures:
             max(key // count for key in lasts if key is not None),
         )
 
-    def region_report(self) -> dict[str, dict[str, int]]:
+    def region_report(self, repeats: Sequence[int] | None = None) -> dict[str, dict[str, int]]:
         """Per region: records, distinct messages, expected replicas, capture repeats (one copy
-        read more than once: same enqueue time, same sequence number), in-region duplicates
-        (the other second copies), unexpected duplicates (in-region duplicates and copies the
-        topology does not send there) and missing messages."""
+        read more than once: same enqueue time, same sequence number; ``repeats`` per region
+        number, from ``unlisted_copies``), in-region duplicates (the other second copies),
+        unexpected duplicates (in-region duplicates and copies the topology does not send
+        there) and missing messages."""
         report = {}
         for index, region in enumerate(self.regions.names):
             records, held = self[f"records{index}"], self[f"held{index}"]
-            repeats = self[f"repeats{index}"]
-            in_region = records - held - repeats
+            repeated = repeats[index] if repeats else 0
+            in_region = records - held - repeated
             report[region] = {
                 "records": records,
                 "unique_messages": held,
                 "expected_replicas": self[f"expected{index}"],
-                "capture_repeats": repeats,
+                "capture_repeats": repeated,
                 "in_region_duplicates": in_region,
                 "unexpected_duplicates": in_region + self[f"stranger{index}"],
                 "missing": self[f"missing{index}"],
@@ -686,7 +675,11 @@ bytes each in the driver's memory); above it, the copies are shuffled and joined
 
 
 def unlisted_copies(
-    records: DataFrame, summary: DataFrame, regions: RegionIndex, unlisted_messages: int
+    records: DataFrame,
+    summary: DataFrame,
+    regions: RegionIndex,
+    unlisted_messages: int,
+    repeats: Observation | None = None,
 ) -> DataFrame:
     """Every copy but the first of the messages whose copies the summary does not list (three
     or more in one region, or two in the same microsecond), as rows with ``message_id``,
@@ -695,7 +688,11 @@ def unlisted_copies(
 
     The first copy is the one with the first key and the first sequence number; copies equal in
     both (one region, one microsecond, one sequence number) are the same row of ``duplicates/``,
-    so all but one of them are listed.
+    so all but one of them are listed. Such equal copies are one copy read more than once, which
+    two enqueues of a message never are (a Service Bus capture redelivered a batch it had
+    written, ``replication.capture``): with ``repeats``, it observes ``repeats{i}``, their
+    number beyond the first per region number i, once the rows are written. Every repeat is
+    here: two copies in one region with one key make their message unlisted.
     """
     derived = Summary(regions)
     firsts = summary.where(~F.col("listed")).select(
@@ -713,6 +710,17 @@ def unlisted_copies(
         F.col("first_sequence")
     )
     counted = joined.groupBy(*columns, is_first.alias("is_first")).agg(F.count(F.lit(1)).alias("n"))
+    if repeats is not None:
+        region = F.pmod(F.col("key"), F.lit(len(regions)))
+        counted = counted.observe(
+            repeats,
+            *[
+                F.coalesce(F.sum(F.when(region == index, F.col("n") - 1)), F.lit(0)).alias(
+                    f"repeats{index}"
+                )
+                for index in regions.numbers
+            ],
+        )
     listed = F.col("n") - F.col("is_first").cast("long")
     return (
         counted.where(listed > 0)

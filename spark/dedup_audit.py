@@ -140,27 +140,18 @@ def run_audit(
         invalid = int(observed_input.get["invalid"])
         total, unique = figures.total, figures["unique"]
         logger.info("read %d records (%d invalid, without message id or time)", total, invalid)
-        regions_report = figures.region_report()
-        expected = sum(region["expected_replicas"] for region in regions_report.values())
-        unexpected = sum(region["unexpected_duplicates"] for region in regions_report.values())
-        logger.info(
-            "%d unique messages, %d expected replicas, %d unexpected duplicates",
-            unique,
-            expected,
-            unexpected,
-        )
-        logger.info("missing per region: %s", {r: f["missing"] for r, f in regions_report.items()})
         time_range = figures.time_range
         axis = audit.TimeAxis.spanning(*time_range) if time_range else None
         # The distributions have a few thousand rows: one shuffle partition, not one per core.
         with session_conf(spark, {"spark.sql.shuffle.partitions": "1"}):
             distributions = audit.distributions(summary, index, axis, watermark)
         logger.info("lags of %d region pairs", len(distributions.lag_summary))
+        repeats = Observation("repeats") if figures["unlisted"] else None
         duplicates = audit.duplicate_copies(
             summary,
             index,
             watermark,
-            audit.unlisted_copies(records, summary, index, figures["unlisted"])
+            audit.unlisted_copies(records, summary, index, figures["unlisted"], repeats)
             if figures["unlisted"]
             else None,
         )
@@ -171,6 +162,18 @@ def run_audit(
         )
         late = int(late_observed.get["late"])
         logger.info("wrote duplicates/ (%d late copies)", late)
+        regions_report = figures.region_report(
+            None if repeats is None else [int(repeats.get[f"repeats{i}"]) for i in index.numbers]
+        )
+        expected = sum(region["expected_replicas"] for region in regions_report.values())
+        unexpected = sum(region["unexpected_duplicates"] for region in regions_report.values())
+        logger.info(
+            "%d unique messages, %d expected replicas, %d unexpected duplicates",
+            unique,
+            expected,
+            unexpected,
+        )
+        logger.info("missing per region: %s", {r: f["missing"] for r, f in regions_report.items()})
         missing_total = sum(region["missing"] for region in regions_report.values())
         listings = {
             "missing": write_listing(

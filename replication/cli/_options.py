@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from datetime import timedelta
 from pathlib import Path
 
 from replication.exceptions import ConfigurationError
@@ -75,18 +76,20 @@ def add_topology_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_call_timeout_option(parser: argparse.ArgumentParser) -> None:
+def add_call_timeout_option(
+    parser: argparse.ArgumentParser, *, default: timedelta = DEFAULT_CALL_TIMEOUT
+) -> None:
     """``--call-timeout SECONDS``: the deadline of each network call of the command (a read of
     a namespace, a call to the failover store); one that gets no answer in time counts as
     unreachable (:mod:`replication.transport.deadlines`)."""
-    default = DEFAULT_CALL_TIMEOUT.total_seconds()
+    seconds = default.total_seconds()
     parser.add_argument(
         "--call-timeout",
         type=positive_seconds,
-        default=default,
+        default=seconds,
         metavar="SECONDS",
         help=f"deadline of each network call; past it, the service counts as unreachable "
-        f"(default {default:g})",
+        f"(default {seconds:g})",
     )
 
 

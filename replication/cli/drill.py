@@ -1,5 +1,5 @@
-"""``python -m replication drill --topology FILE [--planned|--forced|--hang WHAT] [--json]``: a
-failover drill (``--hang primary`` or ``--hang store``).
+"""``python -m replication drill --topology FILE [--planned|--forced|--hang WHAT]
+[--call-timeout SECONDS] [--json]``: a failover drill (``--hang primary`` or ``--hang store``).
 
 Runs :func:`replication.drill.run_drill` on this machine (one emulator process per namespace,
 Azurite from ``node_modules``, the replicator, two sample applications written with
@@ -10,7 +10,9 @@ and without it, and the switch time per client. ``--hang primary`` freezes the p
 (SIGSTOP) instead of killing them, ``--hang store`` freezes the binding store for a while (see
 :mod:`replication.drill._drill`); both then also print each switch command's duration and the
 longest ``receive`` of the Service Bus consumer per phase. ``--json`` prints the same as one
-JSON object. Progress lines go to stderr.
+JSON object. Progress lines go to stderr. ``--call-timeout`` is the deadline of every client's
+and switch command's network call (5 s, :class:`~replication.drill.DrillSettings`); raise it
+on a machine so loaded that an emulator can take longer to answer.
 
 Exit codes: ``OK``; ``FINDINGS`` (1) when a planned drill lost a message, a switch command
 failed, or a message is still missing at the end; ``CONFIGURATION`` (2) for a topology the drill
@@ -22,14 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import timedelta
 from pathlib import Path
 
-from replication.drill import DrillReport, Hang, run_drill
+from replication.drill import DrillReport, DrillSettings, Hang, run_drill
 from replication.drill._processes import DrillSetupError
 from replication.exit_codes import ExitCode
 from replication.topology import load_topology
 
-from ._options import add_topology_option
+from ._options import add_call_timeout_option, add_topology_option
 
 COLUMNS = (
     ("published", "published"),
@@ -56,17 +59,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="freeze the primaries (SIGSTOP) instead of killing them, or the binding store for "
         "a while; then force",
     )
+    add_call_timeout_option(parser, default=DrillSettings().call_timeout)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
+    settings = DrillSettings(call_timeout=timedelta(seconds=args.call_timeout))
     try:
         report = run_drill(
             Path(args.topology),
             topology,
             forced=args.forced,
             hang=Hang(args.hang) if args.hang else None,
+            settings=settings,
             progress=sys.stderr,
         )
     except DrillSetupError as error:

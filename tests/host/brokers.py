@@ -16,6 +16,14 @@ from typing import Any
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
 
+from tests.host.host import WorkerSession
+from tests.host.host_conversion import (
+    ServiceBusView,
+    rpc_bodies,
+    rpc_metadata,
+    servicebus_binding_data,
+)
+
 
 def send(connection: str, entity: str, messages: Sequence[ServiceBusMessage]) -> None:
     with (
@@ -55,6 +63,39 @@ def settle(receiver: Any, messages: Sequence[ServiceBusReceivedMessage], *, ok: 
             receiver.complete_message(message)
         else:
             receiver.abandon_message(message)
+
+
+def deliver_locked_batch(
+    worker: WorkerSession,
+    function: str,
+    connection: str,
+    entity: str,
+    count: int,
+    *,
+    subscription: str | None = None,
+) -> tuple[Any, list[ServiceBusReceivedMessage]]:
+    """``count`` messages of ``entity`` received locked, delivered to ``function`` as one batch
+    in the invocation the host would send, and settled as the extension settles them; the
+    worker's response and the messages as received."""
+    with locked_batch(connection, entity, count, subscription=subscription) as (
+        receiver,
+        received,
+    ):
+        views = [ServiceBusView.of(message) for message in received]
+        binding_data = servicebus_binding_data(views, fully_qualified_namespace="localhost")
+        response = worker.invoke(
+            function,
+            {
+                "messages": rpc_bodies(
+                    worker.functions[function].trigger,
+                    [view.body for view in views],
+                    worker.capabilities,
+                )
+            },
+            rpc_metadata(binding_data, worker.capabilities),
+        )
+        settle(receiver, received, ok=worker.succeeded(response))
+    return response, received
 
 
 def drain(

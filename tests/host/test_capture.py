@@ -22,14 +22,8 @@ from typing import Any
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
 from replication.topology import CAPTURE_SUBSCRIPTION
-from tests.host.brokers import drain, locked_batch, send, settle
+from tests.host.brokers import deliver_locked_batch, drain, send
 from tests.host.host import WorkerSession
-from tests.host.host_conversion import (
-    ServiceBusView,
-    rpc_bodies,
-    rpc_metadata,
-    servicebus_binding_data,
-)
 
 FUNCTION = "capture-neu-orders"
 CONTAINER = "captures"
@@ -56,25 +50,9 @@ def deliver(
 ) -> tuple[Any, list[ServiceBusReceivedMessage]]:
     """One batch of ``count`` from the capture subscription through the function, settled as
     the extension settles it; the response and the messages as received."""
-    with locked_batch(connection, "orders", count, subscription=CAPTURE_SUBSCRIPTION) as (
-        receiver,
-        received,
-    ):
-        views = [ServiceBusView.of(message) for message in received]
-        binding_data = servicebus_binding_data(views, fully_qualified_namespace="localhost")
-        response = worker.invoke(
-            FUNCTION,
-            {
-                "messages": rpc_bodies(
-                    worker.functions[FUNCTION].trigger,
-                    [view.body for view in views],
-                    worker.capabilities,
-                )
-            },
-            rpc_metadata(binding_data, worker.capabilities),
-        )
-        settle(receiver, received, ok=worker.succeeded(response))
-    return response, received
+    return deliver_locked_batch(
+        worker, FUNCTION, connection, "orders", count, subscription=CAPTURE_SUBSCRIPTION
+    )
 
 
 def test_a_batch_is_captured_as_the_region_held_it(

@@ -26,14 +26,8 @@ from typing import Any
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 
 from replication.envelope import MESSAGE_FIELDS
-from tests.host.brokers import drain, locked_batch, send, settle
+from tests.host.brokers import deliver_locked_batch, drain, send
 from tests.host.host import WorkerSession
-from tests.host.host_conversion import (
-    ServiceBusView,
-    rpc_bodies,
-    rpc_metadata,
-    servicebus_binding_data,
-)
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_JSON = json.loads((ROOT / "host.json").read_text())
@@ -64,24 +58,9 @@ def replicate(
     """Publish, deliver as one batch through the worker, settle; returns the response."""
     connection, entity, subscription = source
     send(settings[connection], entity, messages)
-    with locked_batch(settings[connection], entity, len(messages), subscription=subscription) as (
-        receiver,
-        received,
-    ):
-        views = [ServiceBusView.of(message) for message in received]
-        binding_data = servicebus_binding_data(views, fully_qualified_namespace="localhost")
-        response = worker.invoke(
-            function,
-            {
-                "messages": rpc_bodies(
-                    worker.functions[function].trigger,
-                    [view.body for view in views],
-                    worker.capabilities,
-                )
-            },
-            rpc_metadata(binding_data, worker.capabilities),
-        )
-        settle(receiver, received, ok=worker.succeeded(response))
+    response, _ = deliver_locked_batch(
+        worker, function, settings[connection], entity, len(messages), subscription=subscription
+    )
     return response
 
 

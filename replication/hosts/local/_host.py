@@ -86,7 +86,7 @@ class LocalHost:
         self.heartbeats = HeartbeatBook()
         """Heartbeat age per path (origin, target), when the topology enables heartbeats."""
         self._heartbeat_tasks = {path.task for path in heartbeat_paths(topology)}
-        self._captures: set[str] = set()
+        self._captures = {capture.name for capture in capture_sources(topology)}
         """The capture tasks' names: their traffic keeps the host busy, never counts as
         replicated messages (``at_least``)."""
 
@@ -145,15 +145,8 @@ class LocalHost:
                     settings=self.settings,
                     **own,
                 )
-                thread = threading.Thread(
-                    target=supervise,
-                    args=(task.name, loop, self._stop, status),
-                    name=f"task-{task.name}" + (f"-{number}" if loops > 1 else ""),
-                    daemon=True,
-                )
-                thread.start()
-                self._threads.append(thread)
-                self._task_threads.setdefault(task.name, []).append(thread)
+                suffix = f"-{number}" if loops > 1 else ""
+                self._supervised(task.name, loop, status, f"task-{task.name}{suffix}")
         self._start_captures()
         self._threads += start_heartbeats(
             self.topology, self._factory, self.heartbeats, self._stop, self.settings
@@ -181,7 +174,6 @@ class LocalHost:
         for capture in captures:
             store = capture_store(capture.spec, self.settings.capture_storage)
             status = self.status[capture.name] = TaskStatus()
-            self._captures.add(capture.name)
             loop = functools.partial(
                 run_servicebus_source,
                 self.topology.namespace(capture.source.namespace),
@@ -192,15 +184,19 @@ class LocalHost:
                 settings=self.settings,
                 isolation=Isolation(),
             )
-            thread = threading.Thread(
-                target=supervise,
-                args=(capture.name, loop, self._stop, status),
-                name=f"task-{capture.name}",
-                daemon=True,
-            )
-            thread.start()
-            self._threads.append(thread)
-            self._task_threads[capture.name] = [thread]
+            self._supervised(capture.name, loop, status, f"task-{capture.name}")
+
+    def _supervised(
+        self, name: str, loop: Callable[[], None], status: TaskStatus, thread: str
+    ) -> None:
+        """Start ``loop`` of task ``name`` in a thread of its own, restarted by
+        :func:`~replication.runtime.supervise` whenever it fails."""
+        started = threading.Thread(
+            target=supervise, args=(name, loop, self._stop, status), name=thread, daemon=True
+        )
+        started.start()
+        self._threads.append(started)
+        self._task_threads.setdefault(name, []).append(started)
 
     def _threads_of(self, task: str) -> list[threading.Thread]:
         """The threads of ``task``: its loops, and an event hub's per-partition loops."""

@@ -2,7 +2,8 @@
 
 Publishing, receiving a locked batch the way the Service Bus extension does (PEEK_LOCK, settled
 after the invocation: completed on success, abandoned on failure, as ``autoCompleteMessages``
-does), reading an event hub partition the way the Event Hubs extension does, and draining the
+does) and delivering it to a function through the worker (``deliver_locked_batch``,
+``invoke_batch``), reading an event hub partition the way the Event Hubs extension does, and draining the
 replicas a test compares with what it published.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
@@ -83,19 +84,28 @@ def deliver_locked_batch(
     ):
         views = [ServiceBusView.of(message) for message in received]
         binding_data = servicebus_binding_data(views, fully_qualified_namespace="localhost")
-        response = worker.invoke(
-            function,
-            {
-                "messages": rpc_bodies(
-                    worker.functions[function].trigger,
-                    [view.body for view in views],
-                    worker.capabilities,
-                )
-            },
-            rpc_metadata(binding_data, worker.capabilities),
-        )
+        response = invoke_batch(worker, function, [view.body for view in views], binding_data)
         settle(receiver, received, ok=worker.succeeded(response))
     return response, received
+
+
+def invoke_batch(
+    worker: WorkerSession,
+    function: str,
+    bodies: Sequence[bytes],
+    binding_data: Mapping[str, Any],
+    *,
+    retry_count: int | None = None,
+) -> Any:
+    """``function`` invoked with a batch as the host sends it: ``bodies`` as its ``messages``
+    and ``binding_data`` as trigger metadata, both converted as the host converts them for this
+    worker; the worker's response."""
+    return worker.invoke(
+        function,
+        {"messages": rpc_bodies(worker.functions[function].trigger, bodies, worker.capabilities)},
+        rpc_metadata(binding_data, worker.capabilities),
+        retry_count=retry_count,
+    )
 
 
 def drain(

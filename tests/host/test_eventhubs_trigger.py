@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from azure.eventhub import EventData
 
-from tests.host.brokers import drain, publish_events, read_events
+from tests.host.brokers import drain, invoke_batch, publish_events, read_events
 from tests.host.host import WorkerSession
-from tests.host.host_conversion import EventView, event_hub_binding_data, rpc_bodies, rpc_metadata
+from tests.host.host_conversion import EventView, event_hub_binding_data
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_JSON = json.loads((ROOT / "host.json").read_text())
@@ -55,17 +55,8 @@ def replicate_events(
         consumer_group="replication",
         partition_id=partition_id,
     )
-    response = worker.invoke(
-        FUNCTION,
-        {
-            "messages": rpc_bodies(
-                worker.functions[FUNCTION].trigger,
-                [view.body for view in views],
-                worker.capabilities,
-            )
-        },
-        rpc_metadata(binding_data, worker.capabilities),
-        retry_count=0,
+    response = invoke_batch(
+        worker, FUNCTION, [view.body for view in views], binding_data, retry_count=0
     )
     return response, views
 

@@ -3,8 +3,8 @@
 Publishing, receiving a locked batch the way the Service Bus extension does (PEEK_LOCK, settled
 after the invocation: completed on success, abandoned on failure, as ``autoCompleteMessages``
 does) and delivering it to a function through the worker (``deliver_locked_batch``,
-``invoke_batch``), reading an event hub partition the way the Event Hubs extension does, and draining the
-replicas a test compares with what it published.
+``invoke_batch``), reading an event hub partition the way the Event Hubs extension does, and
+draining the replicas a test compares with what it published.
 """
 
 from __future__ import annotations

@@ -9,14 +9,16 @@ holds. ``--only NAME`` runs one scenario.
 
 With ``--topology FILE`` it runs that one topology:
 
-1. start the local AMQP emulator with the topology's namespaces, one port per region, as its own
-   process (``replication emulator --topology``, see :mod:`replication.hosts.local`);
-2. run every task with the local host (real SDK receivers and senders, as in Azure);
+1. start the local AMQP emulator with the topology's namespaces, as its own process, every
+   Service Bus namespace captured (the file's ``capture`` sections, and the demo's own,
+   :data:`~replication.showcase.DEMO_CAPTURE`, where a namespace has none: a capture
+   subscription on every topic);
+2. run every task with the local host (real SDK receivers and senders, as in Azure), and a
+   capture task per captured topic writing to the folder ``OUTPUT/capture``, as a deployment's
+   capture writes to Blob Storage;
 3. publish ``--messages`` messages to every task's source entity, in every region, and wait
-   until the regions go quiet;
-4. drain every consumer subscription (one that no task reads from) and write what each region
-   received as JSON lines, the input format of the Spark audit;
-5. run the Spark duplicate audit over the regions and print its verdict.
+   until the regions go quiet (captures included);
+4. run the Spark duplicate audit over the regions' captures and print its verdict.
 
 Either way it exits non-zero when a message is lost or loops, so it doubles as a smoke test.
 Needs the ``local`` and ``audit`` extras (the emulator and PySpark), Java 17+ for Spark and, for
@@ -35,20 +37,23 @@ from typing import Any
 from replication.envelope import Envelope
 from replication.exceptions import ReplicationError
 from replication.exit_codes import ExitCode
-from replication.hosts.local import LocalHost, emulator_process
+from replication.hosts.local import LocalHost
 from replication.layout import child_environment
 from replication.settings import Settings
 from replication.showcase import (
+    DEMO_CAPTURE,
     SCENARIOS,
+    ShowcaseEmulators,
     audit_command,
+    capture_folders,
+    capture_settings,
+    clear_captures,
     healthy,
     read_report,
     run_showcase,
     verdict_lines,
-    write_capture,
 )
-from replication.topology import NamespaceKind, Topology, load_topology
-from replication.transport.consumers import drain_servicebus
+from replication.topology import Topology, capture_everywhere, capture_sources, load_topology
 from replication.transport.senders import SenderFactory
 
 from ._options import positive_int, positive_seconds
@@ -80,31 +85,6 @@ def _publish(topology: Topology, settings: Settings, count: int) -> int:
     return count * len(sources)
 
 
-def _consumer_subscriptions(topology: Topology) -> list[tuple[str, str, str]]:
-    """(namespace, topic, subscription) for every subscription no task reads from."""
-    read = {(t.source.namespace, t.source.entity, t.source.subscription) for t in topology.tasks}
-    return [
-        (namespace.name, topic.name, subscription.name)
-        for namespace in topology.namespaces
-        if namespace.kind is NamespaceKind.SERVICEBUS
-        for topic in namespace.topics
-        for subscription in topic.subscriptions
-        if (namespace.name, topic.name, subscription.name) not in read
-    ]
-
-
-def _capture(topology: Topology, settings: Settings, output: Path) -> dict[str, Path]:
-    folders: dict[str, Path] = {}
-    for namespace, topic, subscription in _consumer_subscriptions(topology):
-        received = drain_servicebus(
-            topology.namespace(namespace), topic, subscription, settings=settings
-        )
-        folder = folders.setdefault(namespace, output / "capture" / namespace)
-        write_capture(folder, f"{topic}-{subscription}", received)
-        print(f"captured  {len(received):>5} messages from {namespace}/{topic}/{subscription}")
-    return folders
-
-
 def _audit(topology: Topology, folders: dict[str, Path], output: Path) -> dict[str, Any]:
     command = audit_command(topology, folders, output)
     print("running   " + " ".join(command[1:]))
@@ -126,17 +106,23 @@ def _print_verdict(report: dict[str, Any], published: int, output: Path) -> int:
 
 
 def _run_topology(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = capture_everywhere(load_topology(args.topology), DEMO_CAPTURE, args.topology)
     output = Path(args.output)
-    with emulator_process(args.topology) as environ, LocalHost(topology, environ) as host:
-        settings = host.settings
-        published = _publish(topology, settings, args.messages)
-        if not host.wait_until_idle(idle_seconds=3, timeout=args.timeout, at_least=published):
-            raise ReplicationError(f"replication still busy after {args.timeout} s")
-        print(f"replicated {sum(s.messages for s in host.stats.values())} messages")
-        folders = _capture(topology, settings, output)
+    folders = capture_folders(topology, output)
     if not folders:
-        raise ReplicationError("the topology has no consumer subscription to capture from")
+        raise ReplicationError("the topology has no Service Bus topic to capture")
+    clear_captures(output)
+    emulators = ShowcaseEmulators({"demo": (topology, ())}, output / "emulator")
+    with emulators:
+        settings = {**emulators.settings("demo"), **capture_settings(output)}
+        with LocalHost(topology, settings) as host:
+            published = _publish(topology, host.settings, args.messages)
+            if not host.wait_until_idle(idle_seconds=3, timeout=args.timeout, at_least=published):
+                raise ReplicationError(f"replication still busy after {args.timeout} s")
+            captures = {capture.name for capture in capture_sources(topology)}
+            for name, status in host.status.items():
+                verb = "captured  " if name in captures else "replicated"
+                print(f"{verb} {status.messages:>5} messages ({name})")
     return _print_verdict(_audit(topology, folders, output), published, output)
 
 

@@ -14,21 +14,26 @@ Layout, one concern per module:
 - :mod:`._figures` and :mod:`._checks`: drain-and-count, pure;
 - :mod:`._emulators`: one emulator process for all, one per namespace a scenario kills;
 - :mod:`._runner`: one scenario end to end, several side by side;
-- :mod:`._audit`: the Spark audit of the mesh (shared with ``demo --topology``);
+- :mod:`._audit`: the regions' captures and the Spark audit of the mesh (shared with
+  ``demo --topology``);
 - :mod:`._display`: progress and the table; :mod:`._showcase`: all of it together.
 """
 
 from __future__ import annotations
 
 from ._audit import (
+    DEMO_CAPTURE,
     SHORT_RUN_JVM,
     SparkAudit,
     audit_command,
+    capture_folders,
+    capture_settings,
+    clear_captures,
     healthy,
     read_report,
     verdict_lines,
-    write_capture,
 )
+from ._emulators import ShowcaseEmulators
 from ._figures import Check, Collected, Expectation, Figures, Finding, count
 from ._places import Places, place, places_of
 from ._scenario import Scenario, Stage, message
@@ -36,6 +41,7 @@ from ._showcase import check_prerequisites, choose, run_showcase
 from .scenarios import SCENARIOS
 
 __all__ = [
+    "DEMO_CAPTURE",
     "SCENARIOS",
     "SHORT_RUN_JVM",
     "Check",
@@ -45,11 +51,15 @@ __all__ = [
     "Finding",
     "Places",
     "Scenario",
+    "ShowcaseEmulators",
     "SparkAudit",
     "Stage",
     "audit_command",
+    "capture_folders",
+    "capture_settings",
     "check_prerequisites",
     "choose",
+    "clear_captures",
     "count",
     "healthy",
     "message",
@@ -58,5 +68,4 @@ __all__ = [
     "read_report",
     "run_showcase",
     "verdict_lines",
-    "write_capture",
 ]

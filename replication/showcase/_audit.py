@@ -1,30 +1,35 @@
 """The Spark duplicate audit over what the regions held (``replication audit``).
 
-What each region's consumer entities held is written as JSON lines, one folder per region
-(``OUTPUT/capture/<region>/<entity>.json``: MessageId, enqueue time, sequence number and the
-application properties as text, the audit's ``--format json`` input). The audit then runs as
-its own process, ``python -m replication.audit`` (the library never imports the audit), with one
-``--expect SRC:DST`` per pair of regions a task connects, and writes ``OUTPUT/audit/report.json``
-and ``report.html``. :class:`SparkAudit` runs it in the background, so the showcase's other
-scenarios go on meanwhile; its output goes to ``OUTPUT/audit/spark.log`` unless it is shown.
-Its JVM runs with :data:`SHORT_RUN_JVM`, unless ``PYSPARK_SUBMIT_ARGS`` says otherwise.
+The regions' captures are the audit's input, written as a deployment writes them: the demo runs its
+topology as if every Service Bus namespace had a ``capture`` section (:data:`DEMO_CAPTURE`,
+:func:`~replication.topology.capture_everywhere`), so the local host runs a capture task per topic
+beside the replication tasks, and ``REPLICATION_CAPTURE_STORAGE`` points them at the folder
+``OUTPUT/capture`` (:func:`capture_settings`). Each region's files land under
+``OUTPUT/capture/<container>/<region>/yyyy/MM/dd/HH/`` (:func:`capture_folders`), the audit's
+``--format json`` input. The audit then runs as its own process, ``python -m replication.audit``
+(the library never imports the audit), with one ``--expect SRC:DST`` per pair of regions a task
+connects, and writes ``OUTPUT/audit/report.json`` and ``report.html``. :class:`SparkAudit` runs it
+in the background, so the showcase's other scenarios go on meanwhile; its output goes to
+``OUTPUT/audit/spark.log`` unless it is shown. Its JVM runs with :data:`SHORT_RUN_JVM`, unless
+``PYSPARK_SUBMIT_ARGS`` says otherwise.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from replication.capture import capture_line, capture_record
-from replication.envelope import Envelope
+from replication.capture import capture_record
 from replication.exceptions import ReplicationError
 from replication.layout import AUDIT, child_environment
-from replication.topology import Topology
+from replication.settings import CAPTURE_STORAGE_SETTING
+from replication.topology import CaptureSpec, Topology, capture_sources
 
 WATERMARK = "30 seconds"
 SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -34,12 +39,27 @@ computes (the same options as the Spark tests'): the showcase's audit took 18.6 
 22.9 s (median of 3, side by side). An audit of real captures keeps Spark's defaults."""
 
 
-def write_capture(folder: Path, name: str, copies: Sequence[Envelope]) -> Path:
-    """``folder/name.json`` with one :func:`capture_record` per copy."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
-    path.write_text("".join(capture_line(c) for c in copies))
-    return path
+DEMO_CAPTURE = CaptureSpec.model_validate({"storageAccount": "demo", "container": "captures"})
+"""The capture section the demo gives each Service Bus namespace that has none. The account is
+never reached: :func:`capture_settings` sends the captures to a local folder."""
+
+
+def capture_settings(output: Path) -> dict[str, str]:
+    """The app setting that sends the captures to ``OUTPUT/capture`` (a folder store)."""
+    return {CAPTURE_STORAGE_SETTING: str((output / "capture").resolve())}
+
+
+def clear_captures(output: Path) -> None:
+    """Empty ``OUTPUT/capture`` before a run: its audit must read this run's captures only (a
+    demo run again into the same folder publishes the same MessageIds, which the audit would
+    count twice)."""
+    shutil.rmtree(output / "capture", ignore_errors=True)
+
+
+def capture_folders(topology: Topology, output: Path) -> dict[str, Path]:
+    """Each captured region's folder under ``OUTPUT/capture`` (its topics' files together)."""
+    root = output / "capture"
+    return {c.region: root / c.spec.container / c.region for c in capture_sources(topology)}
 
 
 def audit_command(topology: Topology, folders: Mapping[str, Path], output: Path) -> list[str]:
@@ -143,12 +163,15 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = [
+    "DEMO_CAPTURE",
     "SparkAudit",
     "audit_command",
+    "capture_folders",
     "capture_record",
+    "capture_settings",
+    "clear_captures",
     "healthy",
     "read_report",
     "summary_lines",
     "verdict_lines",
-    "write_capture",
 ]

@@ -12,9 +12,10 @@ task reads. They are one of three kinds:
   (that one is a source): where the broker puts what nobody could deliver.
 
 Entities a task reads are the replicator's, not the showcase's: taking from them would steal
-messages from replication. The heartbeat topic is the heartbeats' own (see
-:mod:`replication.heartbeats`) and left out too. Event hubs are not read: no showcase scenario
-sends to one (an event hub is only ever a source here).
+messages from replication. So are the capture subscriptions of an audited scenario (its capture
+tasks read them, :func:`~replication.topology.capture_sources`). The heartbeat topic is the
+heartbeats' own (see :mod:`replication.heartbeats`) and left out too. Event hubs are not read: no
+showcase scenario sends to one (an event hub is only ever a source here).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from replication.topology import (
     EntityRef,
     NamespaceKind,
     Topology,
+    capture_sources,
     materialize,
     requires_session,
 )
@@ -65,8 +67,9 @@ def places_of(topology: Topology) -> Places:
     """The :class:`Places` of a loaded topology."""
     materialized = materialize(topology)
     read = {
-        (t.source.namespace, t.source.entity, t.source.subscription, t.source.dead_letter_queue)
-        for t in topology.tasks
+        (source.namespace, source.entity, source.subscription, source.dead_letter_queue)
+        for source in [t.source for t in topology.tasks]
+        + [c.source for c in capture_sources(topology)]
     }
     parking = {
         (t.dead_letter_target.namespace, t.dead_letter_target.entity)

@@ -11,7 +11,11 @@ One scenario (:func:`run_scenario`):
    among them) until every expected copy is there and no task has handled a message for
    :data:`QUIET_SECONDS`, or the scenario's ``timeout`` has passed; then the dead-letter queues
    once;
-4. :func:`~._figures.count` makes the figures from what was read.
+4. :func:`~._figures.count` makes the figures from what was read;
+5. an audited scenario's capture tasks (:mod:`._audit`) have written at least as many copies of
+   each topic as its consumer subscriptions held (waited for, within the same deadline), and
+   the Spark audit starts over their files. The audit and the figures thus come from two
+   independent reads of the same brokers.
 
 A scenario that raises (an emulator that does not start, a send the broker refuses) becomes a
 row with its error; the others go on. :func:`run_scenarios` runs up to ``parallel`` at once: the
@@ -33,11 +37,11 @@ from pathlib import Path
 from replication.envelope import Envelope
 from replication.hosts.local import LocalHost
 from replication.settings import Settings
-from replication.topology import EntityRef, Topology
+from replication.topology import EntityRef, Topology, capture_sources
 from replication.transport.consumers import EntityConsumer
 from replication.transport.senders import SenderFactory
 
-from ._audit import SparkAudit, audit_command, write_capture
+from ._audit import SparkAudit, audit_command, capture_folders, capture_settings
 from ._display import Reporter
 from ._emulators import ShowcaseEmulators
 from ._figures import Collected, Expectation, Figures, Finding, count
@@ -215,7 +219,7 @@ def run_scenario(
     started = time.monotonic()
     reporter.begin(scenario.name, scenario.title)
     try:
-        collected = _run(scenario, topology, emulators, reporter)
+        collected = _run(scenario, topology, emulators, reporter, output)
         figures = count(collected, scenario.checks)
         audit = _start_audit(collected, output, show_audit) if scenario.audit else None
     except Exception as error:
@@ -229,9 +233,13 @@ def run_scenario(
 
 
 def _run(
-    scenario: Scenario, topology: Topology, emulators: ShowcaseEmulators, reporter: Reporter
+    scenario: Scenario,
+    topology: Topology,
+    emulators: ShowcaseEmulators,
+    reporter: Reporter,
+    output: Path,
 ) -> Collected:
-    settings = emulators.settings(scenario.name)
+    settings = {**emulators.settings(scenario.name), **capture_settings(output)}
     places = places_of(topology)
     collected = Collected(topology, places, [])
     stage = _Stage(scenario, topology, settings, places, emulators, reporter)
@@ -261,6 +269,7 @@ def _run(
             stage.say("reading the dead-letter queues")
             for ref, copies in readers.take(places.dead_letter_queues, READ_WAIT):
                 collected.add(ref, copies)
+            _wait_for_captures(host, collected, deadline, stage)
             stage.say("stopping its tasks")
     finally:
         readers.close()
@@ -293,14 +302,35 @@ def _quiet(host: LocalHost, since: float) -> float:
     return time.monotonic() - max(last, since)
 
 
+def _wait_for_captures(
+    host: LocalHost, collected: Collected, deadline: float, stage: _Stage
+) -> None:
+    """Until each capture task has written and completed at least as many copies as any
+    consumer subscription of its topic held (the capture subscription takes everything the
+    topic holds), or ``deadline``; what is still missing then, the audit reports."""
+    wanted = {
+        capture.name: max(
+            (
+                len(copies)
+                for ref, copies in collected.held.items()
+                if (ref.namespace, ref.entity) == (capture.region, capture.source.entity)
+                and not ref.dead_letter_queue
+            ),
+            default=0,
+        )
+        for capture in capture_sources(collected.topology)
+    }
+    while True:
+        behind = {n: w for n, w in wanted.items() if host.status[n].messages < w}
+        if not behind or time.monotonic() > deadline:
+            return
+        stage.say(f"capturing: {len(behind)} of {len(wanted)} topics behind")
+        time.sleep(READ_WAIT)
+
+
 def _start_audit(collected: Collected, output: Path, show_output: bool) -> SparkAudit:
-    """Write what each region's consumer entities held and start the Spark audit over it."""
-    folders: dict[str, Path] = {}
-    for ref in collected.places.consumers:
-        folder = folders.setdefault(ref.namespace, output / "capture" / ref.namespace)
-        name = "-".join(p for p in (ref.entity, ref.subscription) if p)
-        write_capture(folder, name, collected.held.get(ref, []))
-    command = audit_command(collected.topology, folders, output)
+    """Start the Spark audit over the regions' captures."""
+    command = audit_command(collected.topology, capture_folders(collected.topology, output), output)
     return SparkAudit(command, output, show_output=show_output)
 
 

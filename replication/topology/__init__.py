@@ -27,7 +27,7 @@ reading a subscription or consumer group is replaced by its lanes
 
 from __future__ import annotations
 
-from ._capture import CAPTURE_SUBSCRIPTION, CaptureSource, capture_sources
+from ._capture import CAPTURE_SUBSCRIPTION, CaptureSource, capture_everywhere, capture_sources
 from ._errors import json_path
 from ._heartbeats import (
     HEARTBEAT_PARTITIONS,
@@ -106,6 +106,7 @@ __all__ = [
     "Topology",
     "attempt_budget",
     "bounded",
+    "capture_everywhere",
     "capture_sources",
     "carries_session_ids",
     "heartbeat_lookback",

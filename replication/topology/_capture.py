@@ -82,6 +82,7 @@ def add_captures(topology: Topology, source: str) -> Topology:
     with a ``capture`` section (unchanged when there is none)."""
     fail = failer(source)
     taken = {task.name.lower() for task in topology.tasks}
+    heartbeats = topology.heartbeats.entity if topology.heartbeats.enabled else None
     namespaces = []
     for index, namespace in enumerate(topology.namespaces):
         if namespace.kind is not NamespaceKind.SERVICEBUS or namespace.capture is None:
@@ -89,6 +90,9 @@ def add_captures(topology: Topology, source: str) -> Topology:
             continue
         topics: list[TopicSpec] = []
         for position, topic in enumerate(namespace.topics):
+            if topic.name == heartbeats:
+                topics.append(topic)  # never captured (see the module docstring)
+                continue
             declared = False
             for number, subscription in enumerate(topic.subscriptions):
                 if subscription.name.lower() != CAPTURE_SUBSCRIPTION:
@@ -118,4 +122,27 @@ def add_captures(topology: Topology, source: str) -> Topology:
     return topology.model_copy(update={"namespaces": namespaces})
 
 
-__all__ = ["CAPTURE_SUBSCRIPTION", "CaptureSource", "add_captures", "capture_sources"]
+def capture_everywhere(topology: Topology, spec: CaptureSpec, source: str) -> Topology:
+    """``topology`` as if every Service Bus namespace without a ``capture`` section had
+    ``spec`` as its section: each of its topics (but the heartbeat topic) gets the capture
+    subscription and a capture task.
+
+    What the demo audits by: it captures every region it runs, whether or not the file asks for
+    it, into a local folder (``REPLICATION_CAPTURE_STORAGE``), exactly as a deployment with
+    capture sections would into Blob Storage. ``source`` names the file in errors."""
+    namespaces = [
+        namespace.model_copy(update={"capture": spec})
+        if namespace.kind is NamespaceKind.SERVICEBUS and namespace.capture is None
+        else namespace
+        for namespace in topology.namespaces
+    ]
+    return add_captures(topology.model_copy(update={"namespaces": namespaces}), source)
+
+
+__all__ = [
+    "CAPTURE_SUBSCRIPTION",
+    "CaptureSource",
+    "add_captures",
+    "capture_everywhere",
+    "capture_sources",
+]

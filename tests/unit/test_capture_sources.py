@@ -8,7 +8,13 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from replication.topology import CAPTURE_SUBSCRIPTION, capture_sources, parse_topology
+from replication.topology import (
+    CAPTURE_SUBSCRIPTION,
+    CaptureSpec,
+    capture_everywhere,
+    capture_sources,
+    parse_topology,
+)
 
 DOCUMENT: dict[str, Any] = {
     "namespaces": [
@@ -84,3 +90,23 @@ def test_no_capture_section_no_capture() -> None:
     del document["namespaces"][0]["capture"]
     assert capture_sources(parse_topology(document)) == []
     assert all(CAPTURE_SUBSCRIPTION not in names for names in subscriptions(document).values())
+
+
+def test_capture_everywhere_captures_the_other_service_bus_namespaces_after_loading() -> None:
+    """What the demo audits by: every Service Bus namespace captured, a namespace's own section
+    kept, the heartbeat topic (already added at load) still never captured."""
+    demo = CaptureSpec.model_validate({"storageAccount": "demo", "container": "local"})
+    topology = capture_everywhere(parse_topology(DOCUMENT), demo, "demo.json")
+    captures = {c.name: c for c in capture_sources(topology)}
+    assert sorted(captures) == ["capture-neu-orders", "capture-weu-orders", "capture-weu-payments"]
+    assert captures["capture-neu-orders"].spec == demo
+    assert captures["capture-weu-orders"].spec.storage_account == "stcaptures"
+    found = {
+        (namespace.name, topic.name): [s.name for s in topic.subscriptions]
+        for namespace in topology.namespaces
+        for topic in namespace.topics
+    }
+    assert found["neu", "orders"].count(CAPTURE_SUBSCRIPTION) == 1
+    assert found["weu", "orders"].count(CAPTURE_SUBSCRIPTION) == 1  # not doubled
+    assert CAPTURE_SUBSCRIPTION not in found["weu", "replication-heartbeat"]
+    assert CAPTURE_SUBSCRIPTION not in found["neu", "replication-heartbeat"]

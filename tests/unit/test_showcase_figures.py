@@ -15,7 +15,17 @@ import pytest
 from replication.envelope import Envelope
 from replication.exceptions import ConfigurationError
 from replication.properties import DEAD_LETTER_REASON, stamp
-from replication.showcase import Collected, Expectation, Finding, choose, count, place, places_of
+from replication.showcase import (
+    DEMO_CAPTURE,
+    Collected,
+    Expectation,
+    Finding,
+    capture_folders,
+    choose,
+    count,
+    place,
+    places_of,
+)
 from replication.showcase._checks import (
     order_per_key,
     processed_once,
@@ -24,7 +34,7 @@ from replication.showcase._checks import (
 )
 from replication.showcase._emulators import ShowcaseEmulators
 from replication.showcase._runner import redelivery_allowance
-from replication.topology import EntityRef, Topology, load_topology
+from replication.topology import EntityRef, Topology, capture_everywhere, load_topology
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -145,6 +155,19 @@ def test_places_leave_task_sources_to_the_replicator_and_sort_parking_from_consu
     # The primary's jobs DLQ is the spillover task's source: never read by the showcase.
     assert ("primary", "jobs") not in dead_letter_queues
     assert ("secondary", "jobs") in dead_letter_queues
+
+
+def test_places_leave_capture_subscriptions_to_the_capture_tasks() -> None:
+    """The mesh is audited from its captures (the showcase captures it everywhere): the capture
+    tasks read the capture subscriptions, the showcase only what applications read."""
+    topology = capture_everywhere(
+        load_topology(EXAMPLES / "three-region-mesh.json"), DEMO_CAPTURE, "three-region-mesh"
+    )
+    places = places_of(topology)
+    assert set(places.consumers) == {
+        place(f"{r}/telemetry/dashboard") for r in ("weu", "eus", "sea")
+    }
+    assert set(capture_folders(topology, Path("out"))) == {"weu", "eus", "sea"}
 
 
 def test_session_enabled_places_are_known() -> None:

@@ -112,7 +112,12 @@ def run_showcase(
     audit_ok = audit is None or ("error" not in audit and healthy(audit))
     if audit is not None:
         report = output / "audit" / "report.html"
-        console.print(f"[bold]Spark audit of the mesh[/] ({report}):", highlight=False)
+        captured = output / "capture"
+        console.print(
+            f"[bold]Spark audit of the mesh[/] ({report}), from its capture tasks' files "
+            f"({captured}):",
+            highlight=False,
+        )
         if "error" in audit:
             console.print(f"  [bold red]{audit['error']}[/]", highlight=False)
         else:

@@ -82,7 +82,7 @@ def add_captures(topology: Topology, source: str) -> Topology:
     with a ``capture`` section (unchanged when there is none)."""
     fail = failer(source)
     taken = {task.name.lower() for task in topology.tasks}
-    heartbeats = topology.heartbeats.entity if topology.heartbeats.enabled else None
+    heartbeats = topology.heartbeats.entity.lower() if topology.heartbeats.enabled else None
     namespaces = []
     for index, namespace in enumerate(topology.namespaces):
         if namespace.kind is not NamespaceKind.SERVICEBUS or namespace.capture is None:
@@ -90,7 +90,7 @@ def add_captures(topology: Topology, source: str) -> Topology:
             continue
         topics: list[TopicSpec] = []
         for position, topic in enumerate(namespace.topics):
-            if topic.name == heartbeats:
+            if topic.name.lower() == heartbeats:  # entity names are case-insensitive
                 topics.append(topic)  # never captured (see the module docstring)
                 continue
             declared = False

@@ -44,21 +44,26 @@ DEMO_CAPTURE = CaptureSpec.model_validate({"storageAccount": "demo", "container"
 never reached: :func:`capture_settings` sends the captures to a local folder."""
 
 
+def capture_root(output: Path) -> Path:
+    """``OUTPUT/capture``: the folder store every capture of a demo run writes to."""
+    return output / "capture"
+
+
 def capture_settings(output: Path) -> dict[str, str]:
-    """The app setting that sends the captures to ``OUTPUT/capture`` (a folder store)."""
-    return {CAPTURE_STORAGE_SETTING: str((output / "capture").resolve())}
+    """The app setting that sends the captures to :func:`capture_root` (a folder store)."""
+    return {CAPTURE_STORAGE_SETTING: str(capture_root(output).resolve())}
 
 
 def clear_captures(output: Path) -> None:
     """Empty ``OUTPUT/capture`` before a run: its audit must read this run's captures only (a
     demo run again into the same folder publishes the same MessageIds, which the audit would
     count twice)."""
-    shutil.rmtree(output / "capture", ignore_errors=True)
+    shutil.rmtree(capture_root(output), ignore_errors=True)
 
 
 def capture_folders(topology: Topology, output: Path) -> dict[str, Path]:
     """Each captured region's folder under ``OUTPUT/capture`` (its topics' files together)."""
-    root = output / "capture"
+    root = capture_root(output)
     return {c.region: root / c.spec.container / c.region for c in capture_sources(topology)}
 
 
@@ -168,6 +173,7 @@ __all__ = [
     "audit_command",
     "capture_folders",
     "capture_record",
+    "capture_root",
     "capture_settings",
     "clear_captures",
     "healthy",

@@ -34,7 +34,7 @@ from replication.extras import require, require_java
 from replication.layout import EXAMPLES
 from replication.topology import Topology, capture_everywhere, load_topology
 
-from ._audit import DEMO_CAPTURE, clear_captures, healthy, summary_lines
+from ._audit import DEMO_CAPTURE, capture_root, clear_captures, healthy, summary_lines
 from ._display import PLAIN_WIDTH, LiveReporter, PlainReporter, Row, results_table
 from ._runner import Outcome, run_scenarios, serving
 from ._scenario import Scenario
@@ -112,7 +112,7 @@ def run_showcase(
     audit_ok = audit is None or ("error" not in audit and healthy(audit))
     if audit is not None:
         report = output / "audit" / "report.html"
-        captured = output / "capture"
+        captured = capture_root(output)
         console.print(
             f"[bold]Spark audit of the mesh[/] ({report}), from its capture tasks' files "
             f"({captured}):",

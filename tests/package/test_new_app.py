@@ -267,7 +267,7 @@ def test_the_drill_runs_from_the_installed_package(
     The drill's calls get 20 s instead of its 5 s deadline: this tier runs beside pip installs
     and Spark on two cores, where an emulator once took over 5 s to list its partitions and the
     planned failback rightly gave up (exit 3). What is tested here is that the drill runs from
-    the wheel; its deadlines are the fault tier's (tests/faults/test_failover.py)."""
+    the wheel; its deadlines are tested by the fault tier (tests/faults/test_failover_hangs.py)."""
     azurite = ROOT / "node_modules" / ".bin" / "azurite-blob"
     app = tmp_path / "drill-app"
     made = run(

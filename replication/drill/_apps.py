@@ -72,6 +72,8 @@ class SampleApp:
         self._publishing.set()
         self._consuming = threading.Event()
         self._consuming.set()
+        self._held = threading.Event()
+        """Set while the consumer thread waits in :meth:`hold_consumer`'s hold."""
         self.publisher: FailoverPublisher
         self.consumer: FailoverConsumer | EventHubFailoverConsumer
         if kind == "eventhubs":
@@ -137,11 +139,22 @@ class SampleApp:
     def resume(self) -> None:
         self._publishing.set()
 
-    def hold_consumer(self) -> None:
-        """Stop handing messages to the (Service Bus) consumer until :meth:`release_consumer`."""
+    def hold_consumer(self, timeout: float = 60) -> None:
+        """Stop handing messages to the (Service Bus) consumer until :meth:`release_consumer`.
+
+        Returns once the consumer thread has finished the batch it was in (a receive call that
+        began before the hold can return messages published after it, slowly on a loaded
+        machine), so nothing published from here is processed before the release. Raises
+        :class:`TimeoutError` when the thread is not held within ``timeout`` seconds.
+        """
+        if self.kind == "eventhubs":
+            raise ValueError("only a Service Bus consumer can be held")
         self._consuming.clear()
+        if not self._held.wait(timeout):
+            raise TimeoutError(f"{self.app}: the consumer was not held within {timeout} s")
 
     def release_consumer(self) -> None:
+        self._held.clear()
         self._consuming.set()
 
     def stop(self) -> None:
@@ -189,7 +202,9 @@ class SampleApp:
             return
         with consumer:
             while not self._stop.is_set():
-                self._consuming.wait()
+                if not self._consuming.is_set():
+                    self._held.set()
+                    self._consuming.wait()
                 began = time.monotonic()
                 batch = consumer.receive(max_message_count=50, max_wait_time=0.5)
                 self.receives.append((began, time.monotonic()))

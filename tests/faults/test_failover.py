@@ -152,7 +152,14 @@ def test_a_forced_failover_loses_exactly_what_was_not_replicated_and_failback_re
             app.hold_consumer()  # what the primary accepts from here is processed nowhere yet
             time.sleep(1)
             setup.replicator.send_signal(signal.SIGSTOP)  # replication stops here
-            time.sleep(1.5)
+            frozen_at = len(app.published)
+            # Some publishes after the freeze, however slow the machine: those are neither
+            # replicated nor processed when the region goes.
+            eventually(
+                lambda: len(app.published) >= frozen_at + 10,
+                timeout=60,
+                what="10 publishes after the replicator froze",
+            )
             app.pause()
             reader = figures_reader(topology, setup.environ)
             try:

@@ -274,10 +274,11 @@ typecheck() {
 # a file's Spark tests share one SparkSession, and the showcase's tests share one run of it. Its
 # longest files are the two demos' (test_demo.py, test_demo_topology.py): three processes run
 # them beside the Spark tests.
+# The tools tier groups checkov's tests (--dist loadgroup) so that one process scans once.
 # The package tier waits on pip and on the processes of the installed commands: three processes.
 # The docs tier builds the site once per process (mkdocs build --strict) and runs the pages' code
 # blocks in page order: by file, so one process has a page's blocks and the build is shared.
-TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2 package:3
+TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2:loadgroup package:3
     docs:2:loadfile)
 # The host tier's tests wait on the worker and the emulator (each process starts its own pair).
 HOST_WORKERS=3

@@ -63,6 +63,10 @@ counted. ``--base DIR`` also runs the local host from another checkout (e.g. ``g
 main | tar -x -C DIR``) in the same rounds, for before/after figures from one run.
 ``--telemetry`` runs only the two telemetry variants of ``servicebus`` (off, OTLP exporter) of
 each checkout, for the telemetry's cost in rounds that take less of the shared machine.
+``--instructions`` (with ``servicebus`` or ``eventhubs``) counts instead of timing: the bare
+loop and the local host under valgrind's callgrind, instructions per message in steady state
+and over the whole run (:func:`count_floor`; e.g. ``--only eventhubs --instructions --rounds 2
+--messages 2000``, about 4 minutes a run).
 """
 
 from __future__ import annotations
@@ -567,12 +571,17 @@ def otlp_sink() -> Iterator[str]:
         server.server_close()
 
 
+def publisher(kind: str) -> Callable[[Mapping[str, str], int], None]:
+    """What publishes a run's messages for a variant of ``kind`` (servicebus | eventhubs)."""
+    return publish_servicebus if kind == "servicebus" else publish_eventhubs
+
+
 def one_run(variant: Variant, topology: Path, messages: int, *, profile: Path | None = None) -> Run:
     """Publish ``messages`` into a fresh emulator and time the variant's child until it has
     replicated them all (under py-spy, writing ``profile``, when one is given)."""
     from replication.hosts.local import emulator_process
 
-    publish = publish_servicebus if variant.kind == "servicebus" else publish_eventhubs
+    publish = publisher(variant.kind)
     command = variant.command(variant.checkout)
     if profile is not None:
         command = profiled(command, profile)
@@ -944,6 +953,68 @@ def fit_per_batch(done: Sequence[Counted]) -> tuple[float, float] | None:
     return fitted.intercept, fitted.slope
 
 
+def count_floor(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -> None:
+    """``--instructions`` for ``servicebus`` and ``eventhubs``: the bare SDK loop and the local
+    host (of each checkout) in interleaved rounds, each run under valgrind's callgrind as
+    :func:`count_telemetry` runs them: instructions per message of the steady state (first
+    batch line to last) and of the whole run, and the ratio to the bare loop round by round.
+
+    CPU-time ratios of these variants spread by +-15 points round by round on the shared
+    machine, more than the gap they measure; an instruction count does not depend on what
+    else runs. Read the steady figure. The start-up and whole-run counts of ``eventhubs`` are
+    not comparable to a native run: until the SDK's load balancer has claimed a partition,
+    its receive thread loops without waiting (``EventProcessor.start`` in
+    ``azure/eventhub/_eventprocessor/event_processor.py``), in both variants, and under
+    callgrind, about :data:`CALLGRIND_SLOWDOWN` times slower, that takes many more turns."""
+    topologies = write_topologies(workdir)
+    checkouts = [("", ROOT)] + ([(" (base)", args.base.resolve())] if args.base else [])
+    for kind in kinds:
+        host = host_command(topologies[kind])
+        variants = [Variant("bare SDK loop", kind, bare_command(kind), ROOT)] + [
+            Variant("local host" + suffix, kind, host, checkout) for suffix, checkout in checkouts
+        ]
+        for variant in variants:  # warm-up: each checkout's .pyc files
+            one_run(variant, topologies[kind], min(args.messages, 500))
+        counts: dict[str, list[Counted]] = {variant.label: [] for variant in variants}
+        for index in range(args.rounds):
+            turn = index % len(variants)
+            for variant in variants[turn:] + variants[:turn]:
+                counted = counted_run(variant, topologies[kind], args.messages, workdir)
+                counts[variant.label].append(counted)
+                print(
+                    f"  round {index + 1} {kind} {variant.label}: "
+                    f"{counted.steady_per_message:,.0f} instructions/msg steady, "
+                    f"{counted.wall:.0f} s, {counted.batches} batches",
+                    file=sys.stderr,
+                )
+        print(
+            f"\n{kind}, instructions (callgrind) of the replicating process, {args.messages} "
+            f"messages of {BODY_SIZE} bytes per run, batches of {BATCH}, {args.rounds} rounds; "
+            "median (min-max)"
+        )
+        print(
+            f"  {'variant':24s} {'per msg, steady':>34s} {'per msg, whole run':>34s} "
+            f"{'batches':>16s}"
+        )
+        for variant in variants:
+            done = counts[variant.label]
+            print(
+                f"  {variant.label:24s} "
+                f"{spread([c.steady_per_message for c in done], digits=0):>34s} "
+                f"{spread([c.per_message for c in done], digits=0):>34s} "
+                f"{spread([c.batches for c in done], digits=0):>16s}"
+            )
+        bare = counts[variants[0].label]
+        for variant in variants[1:]:
+            pairs = list(zip(counts[variant.label], bare, strict=True))
+            steady = [a.steady_per_message / b.steady_per_message for a, b in pairs]
+            whole = [a.per_message / b.per_message for a, b in pairs]
+            print(
+                f"  {variant.label} against the bare loop, round by round: "
+                f"{spread(steady, digits=3)}x steady, {spread(whole, digits=3)}x whole run"
+            )
+
+
 def counted_run(variant: Variant, topology: Path, messages: int, workdir: Path) -> Counted:
     """One run of ``variant`` under callgrind (see :func:`count_telemetry`)."""
     from benchmarks._callgrind import HASH_SEED, callgrind, dump, dumped_total
@@ -952,7 +1023,7 @@ def counted_run(variant: Variant, topology: Path, messages: int, workdir: Path) 
     prefix = workdir / f"callgrind-{uuid.uuid4().hex}"
     command = callgrind(variant.command(variant.checkout), f"{prefix}.%p")
     with emulator_process(topology) as settings:
-        publish_servicebus(settings, messages)
+        publisher(variant.kind)(settings, messages)
         run = time_child(
             command,
             variant.checkout,
@@ -1436,8 +1507,9 @@ def main() -> None:
     parser.add_argument(
         "--instructions",
         action="store_true",
-        help="the functions figures (or, with --telemetry, the telemetry's) in instructions "
-        "per message (valgrind's callgrind), not CPU time",
+        help="the figures in instructions per message (valgrind's callgrind), not CPU time: "
+        "the local host against the bare loop, the functions path, or with --telemetry the "
+        "telemetry's cost",
     )
     parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--count-contender", help=argparse.SUPPRESS)
@@ -1465,7 +1537,10 @@ def main() -> None:
             if args.telemetry and args.instructions:
                 count_telemetry(args, Path(workdir))
                 return
-            run_hosts(args, kinds, Path(workdir))
+            if args.instructions:
+                count_floor(args, kinds, Path(workdir))
+            else:
+                run_hosts(args, kinds, Path(workdir))
     in_process = [name for name in ("conversion", "functions") if name in chosen]
     if in_process:
         if args.base is not None:

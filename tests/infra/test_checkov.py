@@ -13,9 +13,15 @@ import subprocess
 from functools import cache
 from typing import Any
 
+import pytest
+
 from tests.infra.tools import CHECKOV, ROOT, require
 
 WAIVERS = ROOT / "infra" / "checkov-waivers.json"
+
+pytestmark = pytest.mark.xdist_group("checkov")
+"""One process runs this file's tests (``--dist loadgroup`` in ``./dev.sh``), so the scan of
+about two minutes, cached by :func:`_scan`, runs once."""
 
 
 @cache

@@ -876,19 +876,7 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
                 ),
             )
         ]
-        for variant in variants:  # warm-up: each checkout's .pyc files
-            one_run(variant, topology, min(args.messages, 500))
-        counts: dict[str, list[Counted]] = {variant.label: [] for variant in variants}
-        for index in range(args.rounds):
-            for variant in variants:
-                counted = counted_run(variant, topology, args.messages, workdir)
-                counts[variant.label].append(counted)
-                print(
-                    f"  round {index + 1} {variant.label}: "
-                    f"{counted.per_message:,.0f} instructions/msg, {counted.wall:.0f} s, "
-                    f"{counted.batches} batches",
-                    file=sys.stderr,
-                )
+        counts = counted_rounds(variants, topology, args, workdir)
         exports = _Sink.exports
     print(
         f"servicebus, instructions (callgrind) of the local host's process, {args.messages} "
@@ -973,20 +961,7 @@ def count_floor(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -
         variants = [Variant("bare SDK loop", kind, bare_command(kind), ROOT)] + [
             Variant("local host" + suffix, kind, host, checkout) for suffix, checkout in checkouts
         ]
-        for variant in variants:  # warm-up: each checkout's .pyc files
-            one_run(variant, topologies[kind], min(args.messages, 500))
-        counts: dict[str, list[Counted]] = {variant.label: [] for variant in variants}
-        for index in range(args.rounds):
-            turn = index % len(variants)
-            for variant in variants[turn:] + variants[:turn]:
-                counted = counted_run(variant, topologies[kind], args.messages, workdir)
-                counts[variant.label].append(counted)
-                print(
-                    f"  round {index + 1} {kind} {variant.label}: "
-                    f"{counted.steady_per_message:,.0f} instructions/msg steady, "
-                    f"{counted.wall:.0f} s, {counted.batches} batches",
-                    file=sys.stderr,
-                )
+        counts = counted_rounds(variants, topologies[kind], args, workdir)
         print(
             f"\n{kind}, instructions (callgrind) of the replicating process, {args.messages} "
             f"messages of {BODY_SIZE} bytes per run, batches of {BATCH}, {args.rounds} rounds; "
@@ -1013,6 +988,29 @@ def count_floor(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -
                 f"  {variant.label} against the bare loop, round by round: "
                 f"{spread(steady, digits=3)}x steady, {spread(whole, digits=3)}x whole run"
             )
+
+
+def counted_rounds(
+    variants: Sequence[Variant], topology: Path, args: argparse.Namespace, workdir: Path
+) -> dict[str, list[Counted]]:
+    """An untimed warm-up run of each variant (each checkout's ``.pyc`` files), then
+    ``args.rounds`` rounds of :func:`counted_run`, the variants in a rotating order."""
+    for variant in variants:
+        one_run(variant, topology, min(args.messages, 500))
+    counts: dict[str, list[Counted]] = {variant.label: [] for variant in variants}
+    for index in range(args.rounds):
+        turn = index % len(variants)
+        for variant in [*variants[turn:], *variants[:turn]]:
+            counted = counted_run(variant, topology, args.messages, workdir)
+            counts[variant.label].append(counted)
+            print(
+                f"  round {index + 1} {variant.kind} {variant.label}: "
+                f"{counted.per_message:,.0f} instructions/msg, "
+                f"{counted.steady_per_message:,.0f} steady, {counted.wall:.0f} s, "
+                f"{counted.batches} batches",
+                file=sys.stderr,
+            )
+    return counts
 
 
 def counted_run(variant: Variant, topology: Path, messages: int, workdir: Path) -> Counted:

@@ -119,8 +119,18 @@ def _why_not(cluster: Cluster, namespace: str, expected: set[str], log: Path) ->
     complaints = [
         line for line in log.read_text(errors="replace").splitlines() if " INFO " not in line
     ]
+    # A message delivered maxDeliveryCount times (each session turn that ends with messages
+    # prefetched or a batch abandoned counts one) is dead-lettered in the source's subscription.
+    dead_lettered = [
+        f"{source}/orders/to-{namespace}: {m.message_id} ({m.dead_letter_reason}, "
+        f"delivered {m.delivery_count} times)"
+        for source in ("weu", "neu")
+        if source != namespace
+        for m in cluster.peek(source, "orders", f"to-{namespace}", dead_letter=True)
+    ]
     return (
         f"{len(missing)} messages never reached {namespace} within 180 s: {missing[:30]}\n"
+        f"dead-lettered on the way: {dead_lettered[:30] or 'none'}\n"
         "the replicator's last warnings and errors:\n" + "\n".join(complaints[-40:])
     )
 

@@ -1,7 +1,9 @@
 """Deadlines on blocking calls (``replication.transport.deadlines``), with calls that block on
 an event instead of a network: what a caller waits, what runs late, and what never runs.
 
-The waits are a few tenths of a second (the deadlines under test); nothing listens."""
+The deadlines a test expects to pass are a few tenths of a second; a call that must answer gets
+:data:`ANSWER` (the fast tier runs on a loaded machine, where a thread can wait that long for a
+core), and the one test that needs both, progress, leaves 0.6 s of slack. Nothing listens."""
 
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from replication.exceptions import CallTimeoutError
 from replication.transport.deadlines import CallLane, blob_timeouts, bounded, progress, within
 
 SHORT = 0.2
+"""A deadline the call under test runs past."""
+ANSWER = 30.0
+"""A deadline for a call that answers at once (only reached when the test fails)."""
 
 
 def endpoint() -> str:
@@ -24,13 +29,13 @@ def endpoint() -> str:
 
 def test_a_call_returns_its_result_or_raises_its_error() -> None:
     lane = CallLane(endpoint(), name="lane")
-    assert lane.run(lambda: 42, timeout=SHORT, what="answer") == 42
+    assert lane.run(lambda: 42, timeout=ANSWER, what="answer") == 42
 
     def fail() -> None:
         raise KeyError("missing")
 
     with pytest.raises(KeyError):
-        lane.run(fail, timeout=SHORT, what="fail")
+        lane.run(fail, timeout=ANSWER, what="fail")
     lane.retire()
 
 
@@ -38,14 +43,14 @@ def test_a_call_past_its_deadline_raises_and_goes_on_in_the_lane() -> None:
     released, finished = threading.Event(), threading.Event()
 
     def hang() -> None:
-        released.wait(5)
+        released.wait(ANSWER)
         finished.set()
 
     lane = CallLane(endpoint(), name="lane")
     started = time.monotonic()
     with pytest.raises(CallTimeoutError, match=r"no answer from .* within 0\.2 s"):
         lane.run(hang, timeout=SHORT, what="hang")
-    assert time.monotonic() - started < SHORT + 1
+    assert time.monotonic() - started < ANSWER / 2  # the caller did not wait for the call
     assert lane.stuck
     released.set()
     assert finished.wait(5)
@@ -55,19 +60,24 @@ def test_a_call_past_its_deadline_raises_and_goes_on_in_the_lane() -> None:
 def test_a_call_whose_caller_gave_up_before_it_started_never_runs() -> None:
     """A call queued behind a long one, whose caller stopped waiting, is not run afterwards
     (a send nobody waits for any more must not go out late)."""
-    released = threading.Event()
+    running, released = threading.Event(), threading.Event()
     ran: list[str] = []
     lane = CallLane(endpoint(), name="lane")
+
+    def long() -> None:
+        running.set()
+        released.wait(ANSWER)
+
     long_call = threading.Thread(
-        target=lambda: lane.run(lambda: released.wait(5), timeout=10, what="long"), daemon=True
+        target=lambda: lane.run(long, timeout=ANSWER, what="long"), daemon=True
     )
     long_call.start()
-    time.sleep(SHORT / 2)  # the long call is running
+    assert running.wait(ANSWER)
     with pytest.raises(CallTimeoutError, match="not started within"):
         lane.run(lambda: ran.append("late"), timeout=SHORT, what="queued")
     released.set()
-    long_call.join(5)
-    assert lane.run(lambda: "next", timeout=1, what="next") == "next"
+    long_call.join(ANSWER)
+    assert lane.run(lambda: "next", timeout=ANSWER, what="next") == "next"
     assert ran == []
     lane.retire()
 
@@ -85,20 +95,26 @@ def test_an_overdue_call_holds_back_other_lanes_to_the_same_endpoint() -> None:
         second.run(lambda: ran.append("second"), timeout=SHORT, what="second")
     assert ran == []
     released.set()
-    assert second.run(lambda: "answered", timeout=1, what="after") == "answered"
+    assert second.run(lambda: "answered", timeout=ANSWER, what="after") == "answered"
     first.retire()
     second.retire()
 
 
 def test_progress_restarts_the_deadline() -> None:
+    """Three pages 0.4 s apart under a 1-second deadline: 1.2 s in all, which only the
+    restarts let through (a silence would have to last 0.6 s longer to miss it)."""
+    timeout, silence = 1.0, 0.4
+
     def pages() -> int:
-        for _ in range(4):
-            time.sleep(SHORT * 0.6)
+        for _ in range(3):
+            time.sleep(silence)
             progress()
-        return 4
+        return 3
 
     lane = CallLane(endpoint(), name="lane")
-    assert lane.run(pages, timeout=SHORT, what="pages") == 4  # 0.48 s in all, 0.12 s silences
+    started = time.monotonic()
+    assert lane.run(pages, timeout=timeout, what="pages") == 3
+    assert time.monotonic() - started > timeout
     lane.retire()
 
 
@@ -114,7 +130,7 @@ def test_retire_closes_after_the_overdue_call_returns() -> None:
 
 
 def test_bounded_runs_a_one_off_call() -> None:
-    assert bounded(lambda: "ok", endpoint=endpoint(), timeout=SHORT, what="once") == "ok"
+    assert bounded(lambda: "ok", endpoint=endpoint(), timeout=ANSWER, what="once") == "ok"
     released = threading.Event()
     with pytest.raises(CallTimeoutError):
         bounded(lambda: released.wait(5), endpoint=endpoint(), timeout=SHORT, what="once")
@@ -142,7 +158,7 @@ def test_within_cancels_an_asyncio_call() -> None:
         with pytest.raises(TimeoutError, match="the SDK's own") as raised:
             await within(own_timeout(), timeout=1, what="own")
         assert not isinstance(raised.value, CallTimeoutError)
-        return await within(asyncio.sleep(0, "done"), timeout=1, what="quick"), cancelled
+        return await within(asyncio.sleep(0, "done"), timeout=ANSWER, what="quick"), cancelled
 
     assert asyncio.run(scenario()) == ("done", True)
 

@@ -299,20 +299,30 @@ def test_garbage_results_are_parked_with_what_came_back() -> None:
 
 
 def test_async_transforms_run_concurrently_keep_order_and_are_cancelled_when_late() -> None:
+    active, most = 0, 0
+
     async def lookup(message: Envelope) -> Envelope:
+        nonlocal active, most
         n = message.application_properties["n"]
-        if n == 12:
-            await asyncio.sleep(30)
-        if n == 13:
-            raise KeyError("sku-13")
-        await asyncio.sleep(0.05)
-        return message.with_properties({"looked-up": n})
+        active += 1
+        most = max(most, active)
+        try:
+            if n == 12:
+                await asyncio.sleep(30)
+            if n == 13:
+                raise KeyError("sku-13")
+            await asyncio.sleep(0.05)
+            return message.with_properties({"looked-up": n})
+        finally:
+            active -= 1
 
     run = Run(lookup, timeout="PT0.5S")
     started = time.monotonic()
     outcome = run.run(batch(50))
-    # 50 calls of 50 ms, 16 at a time: well under the 2.5 s they would take one by one.
-    assert time.monotonic() - started < 2.0
+    # Up to 16 calls at a time (counted, not timed: the fast tier shares a loaded machine),
+    # and the one that hangs is cancelled at its timeout instead of holding the batch 30 s.
+    assert 1 < most <= 16
+    assert time.monotonic() - started < 15
     assert outcome.forwarded == 48
     reasons = run.parked_reasons()
     assert (

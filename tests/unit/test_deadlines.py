@@ -1,9 +1,10 @@
 """Deadlines on blocking calls (``replication.transport.deadlines``), with calls that block on
 an event instead of a network: what a caller waits, what runs late, and what never runs.
 
-The deadlines a test expects to pass are a few tenths of a second; a call that must answer gets
-:data:`ANSWER` (the fast tier runs on a loaded machine, where a thread can wait that long for a
-core), and the one test that needs both, progress, leaves 0.6 s of slack. Nothing listens."""
+A deadline a call is meant to run past is a few tenths of a second (:data:`SHORT`); a call that
+must answer gets :data:`ANSWER`, as the fast tier runs on a loaded machine where a thread can
+wait long for a core; the progress test, which needs both, leaves 0.6 s of slack. Nothing
+listens."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -598,11 +598,20 @@ def spread(values: Sequence[float], scale: float = 1.0, digits: int = 2) -> str:
     )
 
 
+Measured = TypeVar("Measured")
+"""One variant's record of a run: a timed :class:`Run` or a :class:`Counted` one."""
+
+
 def ratio(
-    runs: Mapping[str, list[Run]], over: str, under: str, figure: Callable[[Run], float]
+    runs: Mapping[str, Sequence[Measured]],
+    over: str,
+    under: str,
+    figure: Callable[[Measured], float],
+    digits: int = 2,
 ) -> str:
+    """``figure`` of ``over`` against ``under``, round by round, median (min-max)."""
     values = [figure(a) / figure(b) for a, b in zip(runs[over], runs[under], strict=True)]
-    return spread(values) + "x"
+    return spread(values, digits=digits) + "x"
 
 
 def difference(
@@ -899,15 +908,13 @@ def count_telemetry(args: argparse.Namespace, workdir: Path) -> None:
     for suffix, _ in checkouts:
         off = counts[TELEMETRY_OFF + suffix]
         for label in (OTLP_EXPORTER, OTLP_PER_REPLICA, EXPORTING):
-            otlp = counts[label + suffix]
-            pairs = list(zip(otlp, off, strict=True))
-            whole = [a.per_message / b.per_message for a, b in pairs]
-            steady = [a.steady_per_message / b.steady_per_message for a, b in pairs]
+            pairs = list(zip(counts[label + suffix], off, strict=True))
             startup = [(a.startup - b.startup) * 1e-6 for a, b in pairs]
+            whole = ratio(counts, label + suffix, TELEMETRY_OFF + suffix, _per_message, 3)
+            steady = ratio(counts, label + suffix, TELEMETRY_OFF + suffix, _steady_per_message, 3)
             print(
-                f"    {label + suffix}: instructions per message {spread(whole, digits=3)}x "
-                f"whole, {spread(steady, digits=3)}x steady; start-up "
-                f"{spread(startup, digits=0)} million more"
+                f"    {label + suffix}: instructions per message {whole} whole, {steady} steady; "
+                f"start-up {spread(startup, digits=0)} million more"
             )
     fitted = {variant.label: fit_per_batch(counts[variant.label]) for variant in variants}
     if all(fit is not None for fit in fitted.values()):
@@ -990,13 +997,20 @@ def count_floor(args: argparse.Namespace, kinds: Sequence[str], workdir: Path) -
             )
         for bare in bares:
             for variant in hosts:
-                pairs = list(zip(counts[variant.label], counts[bare.label], strict=True))
-                steady = [a.steady_per_message / b.steady_per_message for a, b in pairs]
-                whole = [a.per_message / b.per_message for a, b in pairs]
+                steady = ratio(counts, variant.label, bare.label, _steady_per_message, 3)
+                whole = ratio(counts, variant.label, bare.label, _per_message, 3)
                 print(
                     f"  {variant.label} against the {bare.label}, round by round: "
-                    f"{spread(steady, digits=3)}x steady, {spread(whole, digits=3)}x whole run"
+                    f"{steady} steady, {whole} whole run"
                 )
+
+
+def _per_message(counted: Counted) -> float:
+    return counted.per_message
+
+
+def _steady_per_message(counted: Counted) -> float:
+    return counted.steady_per_message
 
 
 def counted_rounds(

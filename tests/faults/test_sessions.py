@@ -25,6 +25,9 @@ from replication.hosts.local import LocalHost
 
 from .harness import Cluster, eventually, message_ids, replicator_process, topology_document
 
+ARRIVAL_SECONDS = 180
+"""How long the restarted replicator has to bring every message across."""
+
 
 def _session_messages(prefix: str, sessions: int, per_session: int) -> list[ServiceBusMessage]:
     """Messages of ``sessions`` sessions, interleaved, numbered per session."""
@@ -83,7 +86,7 @@ def test_a_session_enabled_all_active_pair_keeps_order_per_session_across_a_kill
                 try:
                     eventually(
                         functools.partial(_arrived, cluster, namespace, everything),
-                        timeout=180,
+                        timeout=ARRIVAL_SECONDS,
                         what=f"every message at {namespace}",
                     )
                 except AssertionError as error:
@@ -114,7 +117,7 @@ def _why_not(cluster: Cluster, namespace: str, expected: set[str], log: Path) ->
     """What a failure of :func:`_arrived` needs to be diagnosed from a CI log: the messages
     still missing at ``namespace`` and the replicator's warnings and errors (it runs as its own
     process, so the harness's thread stacks show nothing of it). Once in many loaded full runs
-    (2026-11-29) a message never arrived within 180 s after the restart."""
+    (2026-11-29) a message never arrived within :data:`ARRIVAL_SECONDS` after the restart."""
     missing = sorted(expected - set(message_ids(cluster.peek(namespace, "orders", "audit"))))
     complaints = [
         line for line in log.read_text(errors="replace").splitlines() if " INFO " not in line
@@ -129,7 +132,8 @@ def _why_not(cluster: Cluster, namespace: str, expected: set[str], log: Path) ->
         for m in cluster.peek(source, "orders", f"to-{namespace}", dead_letter=True)
     ]
     return (
-        f"{len(missing)} messages never reached {namespace} within 180 s: {missing[:30]}\n"
+        f"{len(missing)} messages never reached {namespace} within {ARRIVAL_SECONDS} s: "
+        f"{missing[:30]}\n"
         f"dead-lettered on the way: {dead_lettered[:30] or 'none'}\n"
         "the replicator's last warnings and errors:\n" + "\n".join(complaints[-40:])
     )

@@ -37,6 +37,7 @@ from replication.properties import stamp
 from replication.render.emulator_config import emulator_config
 from replication.topology import load_topology
 from replication.transport.servicebus import to_servicebus_message
+from tests.faults.harness import eventually
 
 pytestmark = pytest.mark.emulator
 
@@ -253,7 +254,13 @@ def test_a_corrupt_or_unreachable_store_leaves_clients_where_they_were(
         assert publisher.send(ServiceBusMessage(b"1")) == "secondary"
         with store.switch_lease(app, holder="test") as lease:
             lease.write(b'{"app": "x", "namespaces": ["primary"], "bindings": [{"publish": 1}]')
-        time.sleep(POLL.total_seconds())
+        # The follower reads the store in the background, every POLL: on a loaded machine its
+        # next read can come later than one interval after the write.
+        eventually(
+            lambda: publisher.follower.problem is not None,
+            timeout=30,
+            what="the follower read the corrupt document",
+        )
         assert publisher.send(ServiceBusMessage(b"2")) == "secondary"
         problem = publisher.follower.problem
         assert problem is not None

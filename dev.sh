@@ -267,10 +267,13 @@ typecheck() {
         function_app.py
 }
 
-# Processes per tier (pytest-xdist). The fast and tools tiers are CPU-bound: one per core. The
-# emulator and fault tiers mostly wait on the wire (SDK link setup, lock expiry, outages they
-# cause), so more processes than cores overlap those waits; every test there serves its own
-# emulators on free ports with its own tmp_path. The Spark tier goes by file (--dist loadfile):
+# Processes per tier (pytest-xdist). The tools tier is CPU-bound: one per core. The fast tier
+# mostly is, but its deadline, lock-renewal and hanging-call tests wait on clocks: three processes
+# on 2 cores overlap those waits (a quiet machine: 41-42 s against 49.5 s with two, for 6 more
+# CPU-seconds of collecting in a third process). The emulator and fault tiers mostly wait on the
+# wire (SDK link setup, lock expiry, outages they cause), so more processes than cores overlap
+# those waits; every test there serves its own emulators on free ports with its own tmp_path.
+# The Spark tier goes by file (--dist loadfile):
 # a file's Spark tests share one SparkSession, and the showcase's tests share one run of it. Its
 # longest files are the two demos' (test_demo.py, test_demo_topology.py): three processes run
 # them beside the Spark tests.
@@ -278,7 +281,7 @@ typecheck() {
 # The package tier waits on pip and on the processes of the installed commands: three processes.
 # The docs tier builds the site once per process (mkdocs build --strict) and runs the pages' code
 # blocks in page order: by file, so one process has a page's blocks and the build is shared.
-TIER_WORKERS=(fast:2 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2:loadgroup package:3
+TIER_WORKERS=(fast:3 emulator:6 faults:5 spark:3:loadfile samples:2 tools:2:loadgroup package:3
     docs:2:loadfile)
 # The host tier's tests wait on the worker and the emulator (each process starts its own pair).
 HOST_WORKERS=3

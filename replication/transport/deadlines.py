@@ -35,6 +35,9 @@ what is left, in one place:
   the deadline bounds the time *without an answer*, not the length of a long read.
 - :func:`bounded`: one call on a lane of its own (a one-off read: partition ids).
 - :func:`within`: the asyncio side, ``asyncio.timeout`` around an awaitable, the same error.
+- :class:`Hearing`: for a receive the SDK runs on its own thread and that calls back at least
+  once per wait (Event Hubs' ``max_wait_time``): how long it has heard nothing, time inside
+  the callbacks left out. Past :data:`SILENCE_DEADLINE` the receive counts as hung.
 - :func:`blob_timeouts`: Blob Storage has timeouts of its own that do bound a silent endpoint
   (``connection_timeout``, ``read_timeout``, its retry policy): the options that keep one call
   within a deadline.
@@ -63,11 +66,55 @@ T = TypeVar("T")
 DEFAULT_CALL_TIMEOUT = timedelta(seconds=10)
 """The deadline of one network call unless its client or command says otherwise."""
 
+SILENCE_DEADLINE = timedelta(seconds=30)
+"""How long an Event Hubs receive may hear nothing from the SDK (no events, no empty wait, no
+error) before it counts as hung: well above a healthy start on a loaded machine (a few seconds,
+16 partitions included) and far above the one-second waits, low enough that a silent namespace
+costs a busy core for at most this long per attempt (see
+:mod:`replication.transport.eventhubs._receiving`)."""
+
 SDK_GRACE = 0.5
 """Seconds a call whose SDK has a timeout of its own gets beyond it, so that the SDK reports
 first and its link stays usable (the lane's deadline is the backstop)."""
 
 _running = threading.local()
+
+
+class Hearing:
+    """When the SDK last called back into a receive, and whether it is inside a callback now.
+
+    Wrap every callback of the receive (:meth:`wrap`); :meth:`silent_for` is then the time the
+    receive has heard nothing, which the runner's own work inside a callback never adds to.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._last = time.monotonic()
+
+    def wrap(self, callback: Callable[..., Any]) -> Callable[..., None]:
+        def heard(*args: Any, **kwargs: Any) -> None:
+            with self._lock:
+                self._inside += 1
+            try:
+                callback(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self._inside -= 1
+                    self._last = time.monotonic()
+
+        return heard
+
+    def silent_for(self) -> float:
+        """Seconds since the last callback returned (0 while one runs)."""
+        with self._lock:
+            return 0.0 if self._inside else time.monotonic() - self._last
+
+    def pardon(self) -> None:
+        """Start the silence over: this process itself did not run for a while (suspended,
+        or starved of CPU), so the SDK had no chance to call back either."""
+        with self._lock:
+            self._last = time.monotonic()
 
 
 def progress() -> None:
@@ -276,8 +323,10 @@ def seconds(value: timedelta | float) -> float:
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "SDK_GRACE",
+    "SILENCE_DEADLINE",
     "CallLane",
     "CallTimeoutError",
+    "Hearing",
     "blob_timeouts",
     "bounded",
     "progress",

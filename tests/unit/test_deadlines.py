@@ -16,7 +16,14 @@ import uuid
 import pytest
 
 from replication.exceptions import CallTimeoutError
-from replication.transport.deadlines import CallLane, blob_timeouts, bounded, progress, within
+from replication.transport.deadlines import (
+    CallLane,
+    Hearing,
+    blob_timeouts,
+    bounded,
+    progress,
+    within,
+)
 
 SHORT = 0.2
 """A deadline the call under test runs past."""
@@ -174,3 +181,45 @@ def test_blob_timeouts_keep_a_call_within_its_deadline() -> None:
     assert options["retry_policy"].total_retries == 1
     with pytest.raises(ValueError, match="positive"):
         blob_timeouts(0)
+
+
+def test_hearing_counts_silence_between_callbacks_never_inside_one() -> None:
+    began = time.monotonic()
+    hearing = Hearing()
+    inside = threading.Event()
+    release = threading.Event()
+
+    def slow_batch(events: list[int]) -> None:
+        inside.set()
+        release.wait(10)
+
+    heard = hearing.wrap(slow_batch)
+    time.sleep(0.3)
+    assert hearing.silent_for() >= 0.3  # nothing heard since the receive began
+    worker = threading.Thread(target=heard, args=([1, 2],))
+    worker.start()
+    assert inside.wait(10)
+    time.sleep(0.3)
+    assert hearing.silent_for() == 0.0  # the runner's work is not silence
+    release.set()
+    worker.join(10)
+    # The clock started again when the callback returned, at least 0.6 s after the start.
+    assert hearing.silent_for() <= time.monotonic() - began - 0.6
+    time.sleep(0.3)
+    assert hearing.silent_for() >= 0.3
+    pardoned = time.monotonic()
+    hearing.pardon()
+    assert hearing.silent_for() <= time.monotonic() - pardoned
+
+
+def test_hearing_restarts_its_clock_after_a_callback_that_raised() -> None:
+    began = time.monotonic()
+    hearing = Hearing()
+
+    def failing(error: Exception) -> None:
+        raise error
+
+    time.sleep(0.3)
+    with pytest.raises(ValueError, match="bad"):
+        hearing.wrap(failing)(ValueError("bad"))
+    assert hearing.silent_for() <= time.monotonic() - began - 0.3

@@ -31,6 +31,7 @@ from replication.runtime import Backoff, TaskRunner, TaskStatus, describe, failu
 from replication.settings import Settings
 from replication.topology import EntityRef, NamespaceSpec
 from replication.transport.connections import event_hub_client
+from replication.transport.deadlines import DEFAULT_CALL_TIMEOUT, bounded
 
 from ._conversion import envelope_from_event, salvaged_event
 from ._receiving import receive_until_stopped
@@ -58,14 +59,27 @@ def run_event_hub_source(
     With ``checkpoints``, each partition's position is saved after every batch the runner
     accepted and a restart resumes there; without, every start reads from the beginning.
     """
-    with event_hub_client(
+    probe = event_hub_client(
         EventHubConsumerClient,
         namespace,
         source.entity,
         settings,
         consumer_group=source.consumer_group or "$Default",
-    ) as probe:
-        partitions = probe.get_partition_ids()
+    )
+
+    def read_partition_ids() -> list[str]:
+        with probe:
+            return [str(partition) for partition in probe.get_partition_ids()]
+
+    # Bounded, and the client closed on the call's own thread: against a namespace that answers
+    # nothing the SDK's call never returns, and the task would wait without a word instead of
+    # failing and retrying with backoff.
+    partitions = bounded(
+        read_partition_ids,
+        endpoint=namespace.name,
+        timeout=DEFAULT_CALL_TIMEOUT.total_seconds(),
+        what=f"partition ids of {source.describe()}",
+    )
     threads = [
         threading.Thread(
             target=supervise,

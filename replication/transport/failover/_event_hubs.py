@@ -17,9 +17,11 @@ Checkpoints are keyed by the client's host name, port included (what the SDK's e
 uses), so two namespaces never share positions.
 
 Deadlines (:mod:`replication.transport.deadlines`): reading the partition ids is bounded by
-``call_timeout``; closing the readers never waits longer than that for a namespace that stopped
-answering (their threads end when the SDK gives up); the checkpoint store's requests carry the
-failover store's timeouts (:func:`~replication.transport.failover._blobs.blob_client_options`).
+``call_timeout``; a partition that hears nothing (no batch, no empty wait, no error) for
+``SILENCE_DEADLINE`` fails the readers; closing the readers never waits longer than
+``call_timeout`` for a namespace that stopped answering (their threads end when the SDK gives
+up); the checkpoint store's requests carry the failover store's timeouts
+(:func:`~replication.transport.failover._blobs.blob_client_options`).
 """
 
 from __future__ import annotations
@@ -37,15 +39,19 @@ from azure.eventhub import EventData, EventHubConsumerClient
 from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import ContainerClient
 
-from replication.exceptions import ConfigurationError
+from replication.exceptions import CallTimeoutError, ConfigurationError
 from replication.runtime import describe
 
 from ..connections import NamespaceAccess
-from ..deadlines import bounded
+from ..deadlines import SILENCE_DEADLINE, Hearing, bounded
 from ._blobs import DEFAULT_STORE_TIMEOUT, blob_client_options
 from ._channels import CLIENT_RETRIES, DEFAULT_CALL_SECONDS, endpoint_of, event_hub_client
 
 logger = logging.getLogger(__name__)
+
+STARVED_POLL_SECONDS = 5.0
+""":attr:`PartitionReaders.alive` polled this late means this process did not run (suspended,
+starved): the readers' silence starts over."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -145,15 +151,19 @@ class PartitionReaders:
     ) -> None:
         self._clients: list[Any] = []
         self._threads: list[threading.Thread] = []
+        self._hearings: dict[str, Hearing] = {}
+        self._silence = max(SILENCE_DEADLINE.total_seconds(), 3 * max_wait_time)
+        self._polled = time.monotonic()
         self.error: BaseException | None = None
         self._handler = handler
         self._call_timeout = call_timeout
         self._start: int | str | datetime = "-1" if start is None else start
         for partition in partition_ids(access, hub, group, timeout=call_timeout):
             client = _consumer(access, hub, group, checkpoint_store=checkpoints.store)
+            self._hearings[partition] = Hearing()
             thread = threading.Thread(
                 target=self._run,
-                args=(client, partition, max_batch_size, max_wait_time),
+                args=(client, partition, self._hearings[partition], max_batch_size, max_wait_time),
                 name=f"failover-{hub}-p{partition}",
                 daemon=True,
             )
@@ -162,7 +172,14 @@ class PartitionReaders:
         for thread in self._threads:
             thread.start()
 
-    def _run(self, client: Any, partition: str, max_batch_size: int, max_wait_time: float) -> None:
+    def _run(
+        self,
+        client: Any,
+        partition: str,
+        hearing: Hearing,
+        max_batch_size: int,
+        max_wait_time: float,
+    ) -> None:
         def on_batch(context: Any, events: list[EventData]) -> None:
             last = _last_enqueued(context.last_enqueued_event_properties)
             checkpoint_at = self._handler(partition, events, last)
@@ -174,8 +191,8 @@ class PartitionReaders:
 
         try:
             client.receive_batch(
-                on_event_batch=on_batch,
-                on_error=on_error,
+                on_event_batch=hearing.wrap(on_batch),
+                on_error=hearing.wrap(on_error),
                 partition_id=partition,
                 max_batch_size=max_batch_size,
                 max_wait_time=max_wait_time,
@@ -188,6 +205,21 @@ class PartitionReaders:
 
     @property
     def alive(self) -> bool:
+        """No partition failed, ended or went silent: a receive that hears nothing (no batch,
+        no empty wait, no error) for ``SILENCE_DEADLINE`` sets :attr:`error` (the SDK reports
+        nothing when the namespace accepts connections and answers nothing, and before its
+        first claim it loops without waiting; see :mod:`replication.transport.eventhubs`)."""
+        now, previous = time.monotonic(), self._polled
+        self._polled = now
+        for partition, hearing in self._hearings.items():
+            if now - previous > STARVED_POLL_SECONDS:
+                hearing.pardon()  # this process did not run: neither could the SDK
+            silent = hearing.silent_for()
+            if self.error is None and silent > self._silence:
+                self.error = CallTimeoutError(
+                    f"partition {partition}: no answer from the event hub for {silent:.0f} s "
+                    "(no event, no empty wait, no error)"
+                )
         return self.error is None and all(thread.is_alive() for thread in self._threads)
 
     def close(self) -> None:

@@ -37,6 +37,7 @@ from azure.servicebus.exceptions import (
     SessionLockLostError,
 )
 
+from emulator._cli import READY_LINE
 from replication.hosts.local import thread_stacks
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, parse_topology
@@ -44,6 +45,7 @@ from replication.transport.servicebus import entity_receiver, peek_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90.0
+PORT_ATTEMPTS = 3
 """A deadline for an emulator to listen, only reached when it fails: under the full run's load
 (load average 10 to 15 on 2 cores) a start has taken more than 30 s."""
 
@@ -97,6 +99,8 @@ class Node:
         self.config_path.write_text(json.dumps(document), encoding="utf-8")
         self.log_path = self.workdir / "emulator.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.started = False
+        """Whether this node ever listened: from then on its port is the one clients know."""
 
     @property
     def connection_string(self) -> str:
@@ -106,11 +110,32 @@ class Node:
         )
 
     def start(self) -> None:
+        """Start the emulator on this node's port and wait until it prints that it listens.
+
+        ``free_port`` only found the port free: another process may take it before the
+        emulator binds it (a full run starts hundreds of servers side by side). The first start
+        then moves to another port; a restart keeps the port its clients know, and fails.
+        Waiting for the emulator's own ready line, not for the port to accept a connection,
+        is what tells the two apart: a port taken by another server accepts connections too.
+        """
+        for _ in range(PORT_ATTEMPTS):
+            failure = self._launch()
+            if failure is None:
+                self.started = True
+                return
+            if self.started or "Address already in use" not in failure:
+                raise RuntimeError(f"emulator for {self.name} did not start:\n{failure}")
+            self.port = free_port()
+        raise RuntimeError(f"emulator for {self.name}: no free port in {PORT_ATTEMPTS} tries")
+
+    def _launch(self) -> str | None:
+        """Run the emulator; None once it is ready, else the end of its log."""
         document = json.loads(self.config_path.read_text(encoding="utf-8"))
         for section in ("Namespaces", "NamespaceConfig"):
             for namespace in document["UserConfig"].get(section, []):
                 namespace["Port"] = self.port
         self.config_path.write_text(json.dumps(document), encoding="utf-8")
+        written = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [
@@ -129,15 +154,16 @@ class Node:
         log.close()
         deadline = time.monotonic() + START_TIMEOUT
         while True:
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), 0.5),
-            ):
-                return
-            if self.process.poll() is not None or time.monotonic() > deadline:
+            with self.log_path.open("rb") as output:
+                output.seek(written)
+                printed = output.read().decode(errors="replace")
+            if READY_LINE in printed:
+                return None
+            if self.process.poll() is not None:
+                return printed[-2000:]
+            if time.monotonic() > deadline:
                 self.kill()
-                tail = self.log_path.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"emulator for {self.name} did not start:\n{tail}")
+                return f"not ready within {START_TIMEOUT:g} s:\n{printed[-2000:]}"
             time.sleep(0.1)
 
     def kill(self) -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -42,25 +42,6 @@ AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = (
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, what: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-            return
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            process.wait()
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise DrillSetupError(f"{what} did not start: {tail}")
-        time.sleep(0.1)
 
 
 def _end(process: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
@@ -182,30 +163,23 @@ def azurite(workdir: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def azurite_process(workdir: Path) -> Iterator[AzuriteProcess]:
-    """:func:`azurite`, yielding the process (to freeze it)."""
-    command = azurite_command()
-    port = free_port()
+    """:func:`azurite`, yielding the process (to freeze it).
+
+    Azurite picks its own free port (``--blobPort 0``) and prints it once it listens: a port
+    chosen here could be taken by another program before Azurite binds it, and a port that
+    accepts connections may then be that other program's. It runs without Azurite's telemetry
+    (``--disableTelemetry``, Azurite 3.34 and later; an older Azurite, which sends none, is
+    started without the option).
+    """
     location = workdir / "azurite"
     location.mkdir(parents=True, exist_ok=True)
     log = workdir / "azurite.log"
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [
-                command,
-                "--silent",
-                "--skipApiVersionCheck",
-                "--blobHost",
-                "127.0.0.1",
-                "--blobPort",
-                str(port),
-                "--location",
-                str(location),
-            ],
-            stdout=output,
-            stderr=output,
-        )
+    process, port = _start_azurite(location, log, ["--disableTelemetry"])
+    if process is None and port is None:
+        process, port = _start_azurite(location, log, [])
+    if process is None or port is None:
+        raise DrillSetupError(f"Azurite did not start: {_tail(log)}")
     try:
-        _wait_for_port(port, process, log, "Azurite")
         yield AzuriteProcess(
             process,
             f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
@@ -213,6 +187,59 @@ def azurite_process(workdir: Path) -> Iterator[AzuriteProcess]:
         )
     finally:
         _end(process, signal.SIGTERM)
+
+
+AZURITE_LISTENING = re.compile(rb"successfully listens on http://127\.0\.0\.1:(\d+)")
+"""The line Azurite prints once its blob service listens (Azurite 3.x, ``--silent`` too)."""
+
+
+def _start_azurite(
+    location: Path, log: Path, options: list[str]
+) -> tuple[subprocess.Popen[bytes] | None, int | None]:
+    """Start Azurite's blob service and wait until it prints its port. Returns the process
+    and port; ``(None, None)`` when it refused one of ``options`` (an older Azurite).
+
+    Raises:
+        DrillSetupError: it ended, or printed no port within ``START_TIMEOUT``.
+    """
+    written = log.stat().st_size if log.exists() else 0
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [
+                azurite_command(),
+                "--silent",
+                *options,
+                "--skipApiVersionCheck",
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                "0",
+                "--location",
+                str(location),
+            ],
+            stdout=output,
+            stderr=output,
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        with log.open("rb") as output:
+            output.seek(written)
+            printed = output.read()
+        listening = AZURITE_LISTENING.search(printed)
+        if listening:
+            return process, int(listening.group(1))
+        if process.poll() is not None or time.monotonic() > deadline:
+            _end(process, signal.SIGKILL)
+            if options and any(
+                f'"{o.lstrip("-")}" is unknown'.encode() in printed for o in options
+            ):
+                return None, None
+            raise DrillSetupError(f"Azurite did not start: {_tail(log)}")
+        time.sleep(0.1)
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-2000:] if log.exists() else ""
 
 
 @contextlib.contextmanager
@@ -311,7 +338,6 @@ __all__ = [
     "azurite",
     "azurite_process",
     "drill_site",
-    "free_port",
     "namespace_processes",
     "replicator",
 ]

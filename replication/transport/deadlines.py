@@ -73,6 +73,10 @@ error) before it counts as hung: well above a healthy start on a loaded machine 
 costs a busy core for at most this long per attempt (see
 :mod:`replication.transport.eventhubs._receiving`)."""
 
+STARVED_CHECK_SECONDS = 5.0
+"""A :meth:`Hearing.overdue` check this late after the previous one means this process did not
+run (a suspended laptop, a starved machine)."""
+
 SDK_GRACE = 0.5
 """Seconds a call whose SDK has a timeout of its own gets beyond it, so that the SDK reports
 first and its link stays usable (the lane's deadline is the backstop)."""
@@ -84,13 +88,16 @@ class Hearing:
     """When the SDK last called back into a receive, and whether it is inside a callback now.
 
     Wrap every callback of the receive (:meth:`wrap`); :meth:`silent_for` is then the time the
-    receive has heard nothing, which the runner's own work inside a callback never adds to.
+    receive has heard nothing, which the runner's own work inside a callback never adds to, and
+    :meth:`overdue`, checked regularly, says when that passed ``deadline`` seconds.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float, *, starved_after: float = STARVED_CHECK_SECONDS) -> None:
+        self.deadline = deadline
+        self._starved_after = starved_after
         self._lock = threading.Lock()
         self._inside = 0
-        self._last = time.monotonic()
+        self._last = self._checked = time.monotonic()
 
     def wrap(self, callback: Callable[..., Any]) -> Callable[..., None]:
         def heard(*args: Any, **kwargs: Any) -> None:
@@ -115,6 +122,22 @@ class Hearing:
         or starved of CPU), so the SDK had no chance to call back either."""
         with self._lock:
             self._last = time.monotonic()
+
+    def overdue(self, what: str) -> CallTimeoutError | None:
+        """The error to fail the receive ``what`` with once it has heard nothing for longer
+        than the deadline, else None. A check more than ``starved_after`` seconds after the
+        previous one means this process did not run meanwhile: the silence starts over
+        (:meth:`pardon`) instead of counting time the SDK could not use either."""
+        now = time.monotonic()
+        if now - self._checked > self._starved_after:
+            self.pardon()
+        self._checked = now
+        if self.silent_for() <= self.deadline:
+            return None
+        return CallTimeoutError(
+            f"{what}: no answer from the event hub for {self.deadline:g} s (no event, no empty "
+            "wait, no error): the namespace accepts connections and answers nothing"
+        )
 
 
 def progress() -> None:
@@ -324,6 +347,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "SDK_GRACE",
     "SILENCE_DEADLINE",
+    "STARVED_CHECK_SECONDS",
     "CallLane",
     "CallTimeoutError",
     "Hearing",

@@ -185,7 +185,7 @@ def test_blob_timeouts_keep_a_call_within_its_deadline() -> None:
 
 def test_hearing_counts_silence_between_callbacks_never_inside_one() -> None:
     began = time.monotonic()
-    hearing = Hearing()
+    hearing = Hearing(ANSWER)
     inside = threading.Event()
     release = threading.Event()
 
@@ -214,7 +214,7 @@ def test_hearing_counts_silence_between_callbacks_never_inside_one() -> None:
 
 def test_hearing_restarts_its_clock_after_a_callback_that_raised() -> None:
     began = time.monotonic()
-    hearing = Hearing()
+    hearing = Hearing(ANSWER)
 
     def failing(error: Exception) -> None:
         raise error
@@ -223,3 +223,16 @@ def test_hearing_restarts_its_clock_after_a_callback_that_raised() -> None:
     with pytest.raises(ValueError, match="bad"):
         hearing.wrap(failing)(ValueError("bad"))
     assert hearing.silent_for() <= time.monotonic() - began - 0.3
+
+
+def test_hearing_is_overdue_after_its_deadline_unless_its_checks_were_late() -> None:
+    hearing = Hearing(SHORT, starved_after=ANSWER)
+    assert hearing.overdue("partition 0") is None
+    time.sleep(SHORT + 0.1)
+    error = hearing.overdue("partition 0")
+    assert isinstance(error, CallTimeoutError)
+    assert str(error).startswith("partition 0: no answer from the event hub for 0.2 s")
+    # A check long after the previous one: this process did not run, the silence starts over.
+    starved = Hearing(SHORT, starved_after=2 * SHORT)
+    time.sleep(3 * SHORT)
+    assert starved.overdue("partition 1") is None

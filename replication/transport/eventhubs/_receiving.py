@@ -26,22 +26,16 @@ and the supervisor's backoff spaces out the next attempts.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from azure.eventhub import EventHubConsumerClient, PartitionContext
 
-from replication.exceptions import CallTimeoutError
 from replication.transport.deadlines import SILENCE_DEADLINE, Hearing
 
 STOP_POLL_SECONDS = 1.0
 
 SILENCE_SECONDS = SILENCE_DEADLINE.total_seconds()
-
-STARVED_POLL_SECONDS = 5 * STOP_POLL_SECONDS
-"""A poll this late means this process did not run (a suspended laptop, a starved machine):
-the silence starts over instead of counting time the SDK could not use."""
 
 CALLBACKS = ("on_event", "on_event_batch")
 
@@ -77,7 +71,7 @@ def receive_until_stopped(
     def on_error(_context: PartitionContext | None, error: Exception) -> None:
         failure.append(error)
 
-    hearing = Hearing()
+    hearing = Hearing(silence_seconds)
     wrapped = {name: hearing.wrap(arguments[name]) for name in CALLBACKS if name in arguments}
     worker = threading.Thread(
         target=receive,
@@ -86,22 +80,15 @@ def receive_until_stopped(
         daemon=True,
     )
     worker.start()
-    polled = time.monotonic()
     try:
         while not stop.wait(STOP_POLL_SECONDS):
-            previous, polled = polled, time.monotonic()
-            if polled - previous > STARVED_POLL_SECONDS:
-                hearing.pardon()
             if failure:
                 raise failure.pop()
             if not worker.is_alive():
                 raise ConnectionError(f"{what}: the consumer stopped")
-            if hearing.silent_for() > silence_seconds:
-                raise CallTimeoutError(
-                    f"{what}: no answer from the event hub for {silence_seconds:.0f} s "
-                    "(no event, no empty wait, no error): the namespace accepts connections "
-                    "and answers nothing"
-                )
+            silence = hearing.overdue(what)
+            if silence is not None:
+                raise silence
     finally:
         consumer.close()
         worker.join(timeout=10)

@@ -39,7 +39,7 @@ from azure.eventhub import EventData, EventHubConsumerClient
 from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import ContainerClient
 
-from replication.exceptions import CallTimeoutError, ConfigurationError
+from replication.exceptions import ConfigurationError
 from replication.runtime import describe
 
 from ..connections import NamespaceAccess
@@ -48,10 +48,6 @@ from ._blobs import DEFAULT_STORE_TIMEOUT, blob_client_options
 from ._channels import CLIENT_RETRIES, DEFAULT_CALL_SECONDS, endpoint_of, event_hub_client
 
 logger = logging.getLogger(__name__)
-
-STARVED_POLL_SECONDS = 5.0
-""":attr:`PartitionReaders.alive` polled this late means this process did not run (suspended,
-starved): the readers' silence starts over."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -152,15 +148,14 @@ class PartitionReaders:
         self._clients: list[Any] = []
         self._threads: list[threading.Thread] = []
         self._hearings: dict[str, Hearing] = {}
-        self._silence = max(SILENCE_DEADLINE.total_seconds(), 3 * max_wait_time)
-        self._polled = time.monotonic()
+        silence = max(SILENCE_DEADLINE.total_seconds(), 3 * max_wait_time)
         self.error: BaseException | None = None
         self._handler = handler
         self._call_timeout = call_timeout
         self._start: int | str | datetime = "-1" if start is None else start
         for partition in partition_ids(access, hub, group, timeout=call_timeout):
             client = _consumer(access, hub, group, checkpoint_store=checkpoints.store)
-            self._hearings[partition] = Hearing()
+            self._hearings[partition] = Hearing(silence)
             thread = threading.Thread(
                 target=self._run,
                 args=(client, partition, self._hearings[partition], max_batch_size, max_wait_time),
@@ -209,17 +204,10 @@ class PartitionReaders:
         no empty wait, no error) for ``SILENCE_DEADLINE`` sets :attr:`error` (the SDK reports
         nothing when the namespace accepts connections and answers nothing, and before its
         first claim it loops without waiting; see :mod:`replication.transport.eventhubs`)."""
-        now, previous = time.monotonic(), self._polled
-        self._polled = now
         for partition, hearing in self._hearings.items():
-            if now - previous > STARVED_POLL_SECONDS:
-                hearing.pardon()  # this process did not run: neither could the SDK
-            silent = hearing.silent_for()
-            if self.error is None and silent > self._silence:
-                self.error = CallTimeoutError(
-                    f"partition {partition}: no answer from the event hub for {silent:.0f} s "
-                    "(no event, no empty wait, no error)"
-                )
+            silence = hearing.overdue(f"partition {partition}")
+            if self.error is None and silence is not None:
+                self.error = silence
         return self.error is None and all(thread.is_alive() for thread in self._threads)
 
     def close(self) -> None:

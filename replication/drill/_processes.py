@@ -173,12 +173,7 @@ def azurite_process(workdir: Path) -> Iterator[AzuriteProcess]:
     """
     location = workdir / "azurite"
     location.mkdir(parents=True, exist_ok=True)
-    log = workdir / "azurite.log"
-    process, port = _start_azurite(location, log, ["--disableTelemetry"])
-    if process is None and port is None:
-        process, port = _start_azurite(location, log, [])
-    if process is None or port is None:
-        raise DrillSetupError(f"Azurite did not start: {_tail(log)}")
+    process, port = _start_azurite(location, workdir / "azurite.log")
     try:
         yield AzuriteProcess(
             process,
@@ -193,53 +188,76 @@ AZURITE_LISTENING = re.compile(rb"successfully listens on http://127\.0\.0\.1:(\
 """The line Azurite prints once its blob service listens (Azurite 3.x, ``--silent`` too)."""
 
 
-def _start_azurite(
-    location: Path, log: Path, options: list[str]
-) -> tuple[subprocess.Popen[bytes] | None, int | None]:
-    """Start Azurite's blob service and wait until it prints its port. Returns the process
-    and port; ``(None, None)`` when it refused one of ``options`` (an older Azurite).
+def _start_azurite(location: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start Azurite's blob service and wait until it prints its port: the process and port.
 
     Raises:
         DrillSetupError: it ended, or printed no port within ``START_TIMEOUT``.
     """
-    written = log.stat().st_size if log.exists() else 0
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [
-                azurite_command(),
-                "--silent",
-                *options,
-                "--skipApiVersionCheck",
-                "--blobHost",
-                "127.0.0.1",
-                "--blobPort",
-                "0",
-                "--location",
-                str(location),
-            ],
-            stdout=output,
-            stderr=output,
-        )
-    deadline = time.monotonic() + START_TIMEOUT
+    options = ["--disableTelemetry"]
+    while True:
+        since = log.stat().st_size if log.exists() else 0
+        with log.open("ab") as output:
+            process = subprocess.Popen(
+                [
+                    azurite_command(),
+                    "--silent",
+                    *options,
+                    "--skipApiVersionCheck",
+                    "--blobHost",
+                    "127.0.0.1",
+                    "--blobPort",
+                    "0",
+                    "--location",
+                    str(location),
+                ],
+                stdout=output,
+                stderr=output,
+            )
+        try:
+            listening, printed = await_output(
+                process, log, since, AZURITE_LISTENING, timeout=START_TIMEOUT
+            )
+        except TimeoutError as error:
+            raise DrillSetupError(f"Azurite did not start: {error}") from None
+        if listening is not None:
+            return process, int(listening.group(1))
+        if options and '"disableTelemetry" is unknown' in printed:
+            options = []  # an Azurite before 3.34: no telemetry, and no option to turn it off
+            continue
+        raise DrillSetupError(f"Azurite did not start: {printed[-2000:]}")
+
+
+def await_output(
+    process: subprocess.Popen[bytes],
+    log: Path,
+    since: int,
+    pattern: re.Pattern[bytes],
+    *,
+    timeout: float,
+) -> tuple[re.Match[bytes] | None, str]:
+    """Wait until what ``process`` wrote to ``log`` after its first ``since`` bytes matches
+    ``pattern`` (the line a server prints once it listens: a port that accepts connections may
+    be another program's). Returns the match, None when the process ended without printing it,
+    and what it printed.
+
+    Raises:
+        TimeoutError: neither within ``timeout`` seconds (the process is killed; the message
+            ends with what it printed).
+    """
+    deadline = time.monotonic() + timeout
     while True:
         with log.open("rb") as output:
-            output.seek(written)
+            output.seek(since)
             printed = output.read()
-        listening = AZURITE_LISTENING.search(printed)
-        if listening:
-            return process, int(listening.group(1))
-        if process.poll() is not None or time.monotonic() > deadline:
+        found = pattern.search(printed)
+        if found is not None or process.poll() is not None:
+            return found, printed.decode(errors="replace")
+        if time.monotonic() > deadline:
             _end(process, signal.SIGKILL)
-            if options and any(
-                f'"{o.lstrip("-")}" is unknown'.encode() in printed for o in options
-            ):
-                return None, None
-            raise DrillSetupError(f"Azurite did not start: {_tail(log)}")
+            tail = printed.decode(errors="replace")[-2000:]
+            raise TimeoutError(f"not ready within {timeout:g} s:\n{tail}")
         time.sleep(0.1)
-
-
-def _tail(log: Path) -> str:
-    return log.read_text(errors="replace")[-2000:] if log.exists() else ""
 
 
 @contextlib.contextmanager
@@ -335,6 +353,7 @@ __all__ = [
     "DrillSetupError",
     "NamespaceProcess",
     "ProcessSite",
+    "await_output",
     "azurite",
     "azurite_process",
     "drill_site",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -38,6 +39,7 @@ from azure.servicebus.exceptions import (
 )
 
 from emulator._cli import READY_LINE
+from replication.drill._processes import await_output
 from replication.hosts.local import thread_stacks
 from replication.render.emulator_config import emulator_config
 from replication.topology import Topology, parse_topology
@@ -46,6 +48,8 @@ from replication.transport.servicebus import entity_receiver, peek_pages
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90.0
 PORT_ATTEMPTS = 3
+READY = re.compile(re.escape(READY_LINE.encode()))
+"""The emulator's last line once it listens."""
 """A deadline for an emulator to listen, only reached when it fails: under the full run's load
 (load average 10 to 15 on 2 cores) a start has taken more than 30 s."""
 
@@ -135,7 +139,7 @@ class Node:
             for namespace in document["UserConfig"].get(section, []):
                 namespace["Port"] = self.port
         self.config_path.write_text(json.dumps(document), encoding="utf-8")
-        written = self.log_path.stat().st_size if self.log_path.exists() else 0
+        since = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [
@@ -152,19 +156,13 @@ class Node:
             stderr=log,
         )
         log.close()
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            with self.log_path.open("rb") as output:
-                output.seek(written)
-                printed = output.read().decode(errors="replace")
-            if READY_LINE in printed:
-                return None
-            if self.process.poll() is not None:
-                return printed[-2000:]
-            if time.monotonic() > deadline:
-                self.kill()
-                return f"not ready within {START_TIMEOUT:g} s:\n{printed[-2000:]}"
-            time.sleep(0.1)
+        try:
+            ready, printed = await_output(
+                self.process, self.log_path, since, READY, timeout=START_TIMEOUT
+            )
+        except TimeoutError as error:
+            return str(error)
+        return None if ready is not None else printed[-2000:]
 
     def kill(self) -> None:
         """SIGKILL: the namespace crashes; what it persisted survives."""

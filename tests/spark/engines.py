@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,18 +24,12 @@ from pathlib import Path
 
 import pyspark
 
+from replication.drill._processes import await_output
 from replication.showcase import SHORT_RUN_JVM
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 180.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def spark_environment() -> dict[str, str]:
@@ -101,29 +95,61 @@ def _wait(what: str, ready: object, engine: Engine) -> None:
     raise RuntimeError(f"{what} did not start:\n{engine.log_tail()}")
 
 
+def _port_printed(what: str, engine: Engine, log: Path, pattern: bytes) -> int:
+    """The port ``engine``'s last process printed to ``log`` in the line ``pattern`` matches
+    (its group 1).
+
+    Every service is started on port 0, so the system picks a free port and the engine prints
+    it: a port chosen beforehand by the test may be taken by another process before the JVM
+    binds it, and Spark then moves to the next port (``spark.port.maxRetries``) while the test
+    would talk to the other process.
+    """
+    try:
+        found, _ = await_output(
+            engine.processes[-1], log, 0, re.compile(pattern), timeout=START_TIMEOUT
+        )
+    except TimeoutError as error:
+        engine.stop()
+        raise RuntimeError(f"{what} did not start: {error}\n{engine.log_tail()}") from None
+    if found is None:
+        engine.stop()
+        raise RuntimeError(f"{what} ended before it listened:\n{engine.log_tail()}")
+    return int(found.group(1))
+
+
 @contextmanager
 def standalone_cluster(work: Path, workers: int = 2, memory: str = "1g") -> Iterator[Engine]:
     """A master and ``workers`` workers of one core and ``memory`` each; yields
     ``spark://host:port`` once every worker has registered (the master's JSON status page says
     so). Also what ``benchmarks/bench_spark_audit.py --engines standalone`` times on."""
     work.mkdir(parents=True, exist_ok=True)
-    environment = spark_environment()
+    # The master's REST submission server listens on a fixed port (6066) unless disabled;
+    # these tests submit through the master's own port.
+    environment = {**spark_environment(), "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port, ui = free_port(), free_port()
-    url = f"spark://127.0.0.1:{port}"
-    engine = Engine(url, [], work)
+    engine = Engine("", [], work)
     engine.processes.append(
         _start(
             [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(port), "--webui-port", str(ui)],
+             "--port", "0", "--webui-port", "0"],
             work / "master.log", environment,
         )
     )  # fmt: skip
+    port = _port_printed(
+        "the standalone master",
+        engine,
+        work / "master.log",
+        rb"service 'sparkMaster' on port (\d+)",
+    )
+    ui = _port_printed(
+        "the standalone master", engine, work / "master.log", rb"service 'MasterUI' on port (\d+)"
+    )
+    engine.url = url = f"spark://127.0.0.1:{port}"
     for index in range(workers):
         engine.processes.append(
             _start(
                 [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                 "--cores", "1", "--memory", memory, "--webui-port", str(free_port()),
+                 "--cores", "1", "--memory", memory, "--webui-port", "0",
                  "--work-dir", str(work / f"worker-{index}"), url],
                 work / f"worker-{index}.log", environment,
             )
@@ -146,41 +172,36 @@ def standalone_cluster(work: Path, workers: int = 2, memory: str = "1g") -> Iter
 
 @contextmanager
 def connect_server(work: Path) -> Iterator[Engine]:
-    """A Spark Connect server on ``local[2]``; yields ``sc://host:port`` once it accepts
-    connections.
+    """A Spark Connect server on ``local[2]``; yields ``sc://host:port`` once it says it
+    listens.
 
     ``copyFromLocalToFs`` may write to the server's local filesystem here (a setting Spark
     documents as meant for tests): this server's default filesystem is the local disk, where
     a real deployment's is DBFS, HDFS or ABFS.
     """
     work.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    engine = Engine(f"sc://127.0.0.1:{port}", [], work)
+    engine = Engine("", [], work)
+    log = work / "connect-server.log"
     engine.processes.append(
         _start(
             [str(SPARK_HOME / "bin" / "spark-submit"),
              "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
              "--name", "Spark Connect server", "--master", "local[2]",
              "--driver-java-options", f"-Duser.timezone=UTC {SHORT_RUN_JVM}",
-             "--conf", f"spark.connect.grpc.binding.port={port}",
+             "--conf", "spark.connect.grpc.binding.port=0",
              "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
              "--conf", "spark.ui.enabled=false",
              "--conf", "spark.sql.shuffle.partitions=4",
              "--conf", "spark.sql.artifact.copyFromLocalToFs.allowDestLocal=true",
              "--conf", "spark.connect.copyFromLocalToFs.allowDestLocal=true",
              "spark-internal"],
-            work / "connect-server.log", spark_environment(),
+            log, spark_environment(),
         )
     )  # fmt: skip
-
-    def listening() -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=2):
-                return True
-        except OSError:
-            return False
-
-    _wait("the Spark Connect server", listening, engine)
+    port = _port_printed(
+        "the Spark Connect server", engine, log, rb"Spark Connect server started at: [\d.]+:(\d+)"
+    )
+    engine.url = f"sc://127.0.0.1:{port}"
     try:
         yield engine
     finally:

@@ -309,6 +309,25 @@ class Summary:
             inside = inside & (self.first_time < F.lit(until_us))
         return inside
 
+    def unexpected_region(self, index: int, expect: list[tuple[str, str]]) -> Column:
+        """Whether region ``index`` holds the message though it is neither the message's origin
+        nor a region the topology sends it to: its first copy there is an unexpected
+        duplicate."""
+        return (
+            (F.col(f"n{index}") > 0)
+            & (F.col("origin") != index)
+            & ~self.replica_expected(index, expect)
+        )
+
+    def late(
+        self, key: Column, watermark_seconds: float, first_key: Column | None = None
+    ) -> Column:
+        """Whether the copy with ordering ``key`` was enqueued more than the watermark after the
+        message's first copy, whose key is ``first_key`` (default: the summary row's); null
+        when ``key`` is."""
+        first = self.first_time if first_key is None else self.time_of(first_key)
+        return (self.time_of(key) - first) > F.lit(watermark_seconds * MICROS)
+
     def missing(self, index: int, expect: list[tuple[str, str]]) -> Column:
         """Whether the message should be in region ``index`` and is not.
 
@@ -328,9 +347,15 @@ class Summary:
 # ---------------------------------------------------------------- figures
 
 
-def figure_columns(regions: RegionIndex, expect: list[tuple[str, str]]) -> list[Column]:
+def figure_columns(
+    regions: RegionIndex, expect: list[tuple[str, str]], watermark_seconds: float
+) -> list[Column]:
     """Aggregates over ``message_summary`` rows that make the report's totals (one pass, e.g. as
-    ``DataFrame.observe`` metrics of writing ``unique/``; ``Figures`` reads them)."""
+    ``DataFrame.observe`` metrics of writing ``unique/``; ``Figures`` reads them).
+
+    ``late{i}`` counts the late copies the summary lists in region i: its first copy there, and
+    the second one of a message whose copies are all listed (``unlisted_copies`` counts the
+    others')."""
     derived = Summary(regions)
     columns = [
         F.count(F.lit(1)).alias("unique"),
@@ -339,16 +364,18 @@ def figure_columns(regions: RegionIndex, expect: list[tuple[str, str]]) -> list[
     ]
     for index in regions.numbers:
         held = F.col(f"n{index}") > 0
-        stranger = F.col("origin") != index
+        late_first = derived.late(F.col(f"k{index}"), watermark_seconds)
+        late_second = F.col("listed") & derived.late(F.col(f"x{index}"), watermark_seconds)
         columns += [
             F.coalesce(F.sum(f"n{index}"), F.lit(0)).alias(f"records{index}"),
-            F.count(F.when(F.col(f"n{index}") > 0, 1)).alias(f"held{index}"),
+            F.count(F.when(held, 1)).alias(f"held{index}"),
             F.count(F.when(derived.missing(index, expect), 1)).alias(f"missing{index}"),
             F.count(F.when(held & derived.replica_expected(index, expect), 1)).alias(
                 f"expected{index}"
             ),
-            F.count(F.when(held & ~derived.replica_expected(index, expect) & stranger, 1)).alias(
-                f"stranger{index}"
+            F.count(F.when(derived.unexpected_region(index, expect), 1)).alias(f"stranger{index}"),
+            (F.count(F.when(late_first, 1)) + F.count(F.when(late_second, 1))).alias(
+                f"late{index}"
             ),
             F.min(f"k{index}").alias(f"first{index}"),
             F.max(f"k{index}").alias(f"last{index}"),
@@ -369,6 +396,11 @@ class Figures:
     @property
     def total(self) -> int:
         return sum(self[f"records{index}"] for index in self.regions.numbers)
+
+    @property
+    def late(self) -> int:
+        """Late copies the summary lists (``figure_columns``)."""
+        return sum(self[f"late{index}"] for index in self.regions.numbers)
 
     @property
     def time_range(self) -> tuple[int, int] | None:
@@ -611,19 +643,29 @@ def unique_rows(summary: DataFrame, regions: RegionIndex) -> DataFrame:
     )
 
 
+IN_REGION = "in_region"
+"""``duplicates/`` kind: a second copy in one region (another enqueue of the message there)."""
+UNEXPECTED_REGION = "unexpected_region"
+"""``duplicates/`` kind: the first copy in a region that is neither the message's origin nor a
+region the topology sends it to."""
+CAPTURE_REPEAT = "capture_repeat"
+"""``duplicates/`` kind: a copy read again (same region, enqueue time and sequence number)."""
+
+
 def _duplicate_columns(regions: RegionIndex, watermark_seconds: float) -> list[Column]:
-    """``duplicates/`` columns from rows with ``message_id``, ``key``, ``sequence_number`` of a
-    copy and ``first_key`` of its message's first copy."""
+    """``duplicates/`` columns from rows with ``message_id``, ``key``, ``sequence_number`` and
+    ``kind`` of a copy and ``first_key`` of its message's first copy."""
     derived, count = Summary(regions), F.lit(len(regions))
-    time, first_time = derived.time_of(F.col("key")), derived.time_of(F.col("first_key"))
+    key, first_key = F.col("key"), F.col("first_key")
     return [
         F.col(MESSAGE_ID),
-        regions.name(F.pmod(F.col("key"), count)).alias(REGION),
-        F.timestamp_micros(time).alias(ENQUEUED),
+        regions.name(F.pmod(key, count)).alias(REGION),
+        F.timestamp_micros(derived.time_of(key)).alias(ENQUEUED),
         F.col(SEQUENCE),
-        regions.name(F.pmod(F.col("first_key"), count)).alias("first_region"),
-        F.timestamp_micros(first_time).alias("first_enqueued_time_utc"),
-        ((time - first_time) > F.lit(watermark_seconds * MICROS)).alias("late"),
+        F.col("kind"),
+        regions.name(F.pmod(first_key, count)).alias("first_region"),
+        F.timestamp_micros(derived.time_of(first_key)).alias("first_enqueued_time_utc"),
+        derived.late(key, watermark_seconds, first_key).alias("late"),
     ]
 
 
@@ -631,41 +673,55 @@ def duplicate_copies(
     summary: DataFrame,
     regions: RegionIndex,
     watermark_seconds: float,
+    expect: list[tuple[str, str]],
     unlisted: DataFrame | None,
 ) -> DataFrame:
-    """``duplicates/``: every copy but the first.
+    """``duplicates/``: every copy nobody should see, one row each, and the copies read twice.
 
     Columns: the copy (``message_id``, ``region``, ``enqueued_time_utc``, ``sequence_number``),
-    its message's ``first_region`` and ``first_enqueued_time_utc``, and whether it is ``late``
-    (more than the watermark after the first copy).
+    its ``kind`` (``IN_REGION``, ``UNEXPECTED_REGION`` or ``CAPTURE_REPEAT``), its message's
+    ``first_region`` and ``first_enqueued_time_utc``, and whether it is ``late`` (more than the
+    watermark after the first copy). Expected replicas are copies, not duplicates: they are not
+    listed (a healthy mesh lists nothing). The rows of each region's kinds add up to the
+    report's ``unexpected_duplicates`` and ``capture_repeats``.
 
     Most messages are described by their summary row (``listed``): their duplicates are their
-    first copies in the other regions and their second copies. ``unlisted``
-    (``unlisted_copies``) holds the duplicates of the other messages.
+    first copies in unexpected regions and their second copies; only summary rows with one of
+    them are read further. ``unlisted`` (``unlisted_copies``) holds the duplicates of the other
+    messages.
     """
     derived = Summary(regions)
-    candidates = []
+    candidates, any_candidate = [], F.lit(False)
     for index in regions.numbers:
+        unexpected = derived.unexpected_region(index, expect)
+        second = F.col(f"x{index}").isNotNull()
         candidates += [
-            F.when(
-                F.col(f"k{index}") != derived.first_key,
-                F.struct(F.col(f"k{index}").alias("key"), F.col(f"s{index}").alias(SEQUENCE)),
-            ),
-            F.when(
-                F.col(f"x{index}").isNotNull(),
-                F.struct(F.col(f"x{index}").alias("key"), F.col(f"y{index}").alias(SEQUENCE)),
-            ),
+            F.when(unexpected, _copy(f"k{index}", f"s{index}", UNEXPECTED_REGION)),
+            F.when(second, _copy(f"x{index}", f"y{index}", IN_REGION)),
         ]
+        any_candidate = any_candidate | unexpected | second
     listed = (
-        summary.where(F.col("listed"))
+        summary.where(F.col("listed") & any_candidate)
         .select(MESSAGE_ID, derived.first_key.alias("first_key"), F.explode(F.array(*candidates)))
         .where(F.col("col").isNotNull())
-        .select(MESSAGE_ID, "col.key", F.col(f"col.{SEQUENCE}").alias(SEQUENCE), "first_key")
+        .select(
+            MESSAGE_ID,
+            "col.key",
+            F.col(f"col.{SEQUENCE}").alias(SEQUENCE),
+            "col.kind",
+            "first_key",
+        )
     )
     columns = _duplicate_columns(regions, watermark_seconds)
     if unlisted is None:
         return listed.select(*columns)
     return listed.unionByName(unlisted).select(*columns)
+
+
+def _copy(key: str, sequence: str, kind: str) -> Column:
+    return F.struct(
+        F.col(key).alias("key"), F.col(sequence).alias(SEQUENCE), F.lit(kind).alias("kind")
+    )
 
 
 UNLISTED_BROADCAST_LIMIT = 1_000_000
@@ -678,55 +734,70 @@ def unlisted_copies(
     records: DataFrame,
     summary: DataFrame,
     regions: RegionIndex,
+    watermark_seconds: float,
+    expect: list[tuple[str, str]],
     unlisted_messages: int,
-    repeats: Observation | None = None,
+    observed: Observation | None = None,
 ) -> DataFrame:
-    """Every copy but the first of the messages whose copies the summary does not list (three
-    or more in one region, or two in the same microsecond), as rows with ``message_id``,
-    ``key``, ``sequence_number`` and ``first_key`` (``duplicate_copies``), from a second read of
-    the input.
+    """The duplicates (``duplicate_copies``) of the messages whose copies the summary does not
+    list (three or more in one region, or two in the same microsecond), as rows with
+    ``message_id``, ``key``, ``sequence_number``, ``kind`` and ``first_key``, from a second
+    read of the input.
 
-    The first copy is the one with the first key and the first sequence number; copies equal in
-    both (one region, one microsecond, one sequence number) are the same row of ``duplicates/``,
-    so all but one of them are listed. Such equal copies are one copy read more than once, which
-    two enqueues of a message never are (a Service Bus capture redelivered a batch it had
-    written, ``replication.capture``): with ``repeats``, it observes ``repeats{i}``, their
-    number beyond the first per region number i, once the rows are written. Every repeat is
-    here: two copies in one region with one key make their message unlisted.
+    A region's first copy is the one with the region's first key and its sequence number
+    (``k{i}``, ``s{i}``); it is a duplicate only in an unexpected region, every other copy in
+    the region is an in-region duplicate. Copies equal in key and sequence number (one region,
+    one microsecond, one sequence number) are one copy read more than once, which two enqueues
+    of a message never are (a Service Bus capture redelivered a batch it had written,
+    ``replication.capture``): all but one are ``CAPTURE_REPEAT`` rows. With ``observed``, it
+    observes, once the rows are written, ``repeats{i}``, those repeats per region number i, and
+    ``late``, the late copies among the ones that are not a region's first (``figure_columns``
+    counts those). Every repeat is here: two copies in one region with one key make their
+    message unlisted.
     """
     derived = Summary(regions)
     firsts = summary.where(~F.col("listed")).select(
         MESSAGE_ID,
         derived.first_key.alias("first_key"),
-        derived.first_sequence.alias("first_sequence"),
+        *[F.col(f"k{index}") for index in regions.numbers],
+        *[F.col(f"s{index}") for index in regions.numbers],
+        *[derived.unexpected_region(index, expect).alias(f"u{index}") for index in regions.numbers],
     )
     if unlisted_messages <= UNLISTED_BROADCAST_LIMIT:
         firsts = F.broadcast(firsts)
     joined = copy_times(records, regions).join(firsts, MESSAGE_ID)
-    # Equal copies are counted together (a shuffle of these messages' copies alone); each is
-    # listed as often as it occurs, the first copy once less.
+    region = F.pmod(F.col("key"), F.lit(len(regions)))
+    numbers = regions.numbers
+    region_first = (
+        F.col("key") == regions.pick(region, [F.col(f"k{i}") for i in numbers])
+    ) & F.col(SEQUENCE).eqNullSafe(regions.pick(region, [F.col(f"s{i}") for i in numbers]))
+    unexpected = regions.pick(region, [F.col(f"u{i}") for i in numbers])
+    # Equal copies are counted together (a shuffle of these messages' copies alone).
     columns = [MESSAGE_ID, "key", SEQUENCE, "first_key"]
-    is_first = (F.col("key") == F.col("first_key")) & F.col(SEQUENCE).eqNullSafe(
-        F.col("first_sequence")
-    )
-    counted = joined.groupBy(*columns, is_first.alias("is_first")).agg(F.count(F.lit(1)).alias("n"))
-    if repeats is not None:
-        region = F.pmod(F.col("key"), F.lit(len(regions)))
+    counted = joined.groupBy(
+        *columns, region_first.alias("region_first"), unexpected.alias("unexpected")
+    ).agg(F.count(F.lit(1)).alias("n"))
+    if observed is not None:
+        others = F.col("n") - F.col("region_first").cast("long")
+        late = derived.late(F.col("key"), watermark_seconds, F.col("first_key"))
         counted = counted.observe(
-            repeats,
+            observed,
+            F.coalesce(F.sum(F.when(late, others)), F.lit(0)).alias("late"),
             *[
                 F.coalesce(F.sum(F.when(region == index, F.col("n") - 1)), F.lit(0)).alias(
                     f"repeats{index}"
                 )
-                for index in regions.numbers
+                for index in numbers
             ],
         )
-    listed = F.col("n") - F.col("is_first").cast("long")
-    return (
-        counted.where(listed > 0)
-        .select(*columns, F.explode(F.array_repeat(F.lit(0), listed.cast("int"))))
-        .select(*columns)
+    kinds = F.concat(
+        F.array(
+            F.when(F.col("region_first") & F.col("unexpected"), F.lit(UNEXPECTED_REGION)),
+            F.when(~F.col("region_first"), F.lit(IN_REGION)),
+        ),
+        F.array_repeat(F.lit(CAPTURE_REPEAT), (F.col("n") - 1).cast("int")),
     )
+    return counted.select(*columns, F.explode(kinds).alias("kind")).where(F.col("kind").isNotNull())
 
 
 def missing_rows(

@@ -16,8 +16,8 @@ Inputs and the output are Hadoop URIs (``abfss://``, ``wasbs://``, ``dbfs:/``, `
 ``file://``) or plain paths, read and written through Spark and the Hadoop filesystems of the
 session, never the local disk of the machine running Python (``_storage``). Writes
 ``URI/unique/`` (parquet, one row per message id: its first copy), ``URI/duplicates/`` (parquet,
-every other copy), ``URI/report.json`` and ``URI/report.html``, staged and moved into place at
-the end, ``report.json`` last.
+the copies nobody should see and those read twice), ``URI/report.json`` and
+``URI/report.html``, staged and moved into place at the end, ``report.json`` last.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def run_audit(
     summary = hold(summary)
     try:
         observed = Observation("figures")
-        figured = summary.observe(observed, *audit.figure_columns(index, expect))
+        figured = summary.observe(observed, *audit.figure_columns(index, expect, watermark))
         if write_unique:
             write_parquet(audit.unique_rows(figured, index), output.path("unique"))
             logger.info("wrote unique/")
@@ -146,24 +146,23 @@ def run_audit(
         with session_conf(spark, {"spark.sql.shuffle.partitions": "1"}):
             distributions = audit.distributions(summary, index, axis, watermark)
         logger.info("lags of %d region pairs", len(distributions.lag_summary))
-        repeats = Observation("repeats") if figures["unlisted"] else None
+        unlisted = Observation("unlisted") if figures["unlisted"] else None
         duplicates = audit.duplicate_copies(
             summary,
             index,
             watermark,
-            audit.unlisted_copies(records, summary, index, figures["unlisted"], repeats)
-            if figures["unlisted"]
+            expect,
+            audit.unlisted_copies(
+                records, summary, index, watermark, expect, figures["unlisted"], unlisted
+            )
+            if unlisted is not None
             else None,
         )
-        late_observed = Observation("late")
-        write_parquet(
-            duplicates.observe(late_observed, F.count(F.when(F.col("late"), 1)).alias("late")),
-            output.path("duplicates"),
-        )
-        late = int(late_observed.get["late"])
+        write_parquet(duplicates, output.path("duplicates"))
+        late = figures.late + (0 if unlisted is None else int(unlisted.get["late"]))
         logger.info("wrote duplicates/ (%d late copies)", late)
         regions_report = figures.region_report(
-            None if repeats is None else [int(repeats.get[f"repeats{i}"]) for i in index.numbers]
+            None if unlisted is None else [int(unlisted.get[f"repeats{i}"]) for i in index.numbers]
         )
         expected = sum(region["expected_replicas"] for region in regions_report.values())
         unexpected = sum(region["unexpected_duplicates"] for region in regions_report.values())
@@ -293,7 +292,7 @@ def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None
                 spark.conf.set(key, earlier)
 
 
-DICTIONARY_COLUMNS = (REGION, "origin", "first_region", "copies")
+DICTIONARY_COLUMNS = (REGION, "origin", "first_region", "copies", "kind")
 """The outputs' columns with few distinct values: the only ones Parquet dictionary-encodes."""
 
 

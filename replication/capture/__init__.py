@@ -17,8 +17,7 @@ batch, though (other messages join it, or it arrives split): then a message can 
 The audit tells such a capture repeat from a replication duplicate: both copies have the same
 sequence number and enqueue time in the same region, where a replica sent twice is enqueued
 twice, with two sequence numbers. The report counts repeats as ``capture_repeats``, not among
-the ``unexpected_duplicates`` (``duplicates/`` still lists them, with the first copy's
-sequence number).
+the ``unexpected_duplicates`` (``duplicates/`` lists them as ``capture_repeat`` rows).
 
 Stores: :class:`FolderStore` (a local or mounted folder: write to a temporary file, fsync,
 rename) and ``replication.transport.capture.BlobCaptureStore`` (Azure Blob Storage or Azurite:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from spark.dedup_audit import main
 pytestmark = pytest.mark.spark
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+REPEAT = "capture_repeat"
 
 
 def record(message_id: str | None, seconds: float, origin: str | None = None,
@@ -91,6 +93,22 @@ def run(spark: Any, tmp_path: Path, *extra: str, regions: Any = None) -> dict[st
     return report
 
 
+def duplicate_rows(spark: Any, tmp_path: Path) -> list[Any]:
+    return list(spark.read.parquet(str(tmp_path / "out" / "duplicates")).collect())
+
+
+def assert_duplicates_add_up(report: dict[str, Any], duplicates: list[Any]) -> None:
+    """``duplicates/`` holds, per region, one row per unexpected duplicate and per capture
+    repeat of the report: its rows are those figures, copy by copy."""
+    for region, figures in report["regions"].items():
+        kinds = [r["kind"] for r in duplicates if r["region"] == region]
+        unexpected = sum(kind in ("in_region", "unexpected_region") for kind in kinds)
+        assert unexpected == figures["unexpected_duplicates"], region
+        assert kinds.count("in_region") == figures["in_region_duplicates"], region
+        assert kinds.count("capture_repeat") == figures["capture_repeats"], region
+    assert len(duplicates) == report["unexpected_duplicates"] + report["capture_repeats"]
+
+
 def test_report_has_exact_answers_for_every_key(spark: Any, tmp_path: Path) -> None:
     report = run(spark, tmp_path)
     assert report["total_records"] == 19
@@ -132,20 +150,28 @@ def test_report_has_exact_answers_for_every_key(spark: Any, tmp_path: Path) -> N
     }  # fmt: skip
 
 
-def test_unique_keeps_the_earliest_copy_and_duplicates_list_the_rest(
+def test_unique_keeps_the_earliest_copy_and_duplicates_list_only_unexpected_copies(
     spark: Any, tmp_path: Path
 ) -> None:
-    run(spark, tmp_path)
+    """All-active: the replicas are expected, so ``duplicates/`` lists the two in-region
+    duplicates alone; the two late copies (replicas) are counted, not listed."""
+    report = run(spark, tmp_path)
     unique = {
         r["message_id"]: r for r in spark.read.parquet(str(tmp_path / "out" / "unique")).collect()
     }
     assert sorted(unique) == ["m1", "m2", "m3", "m4", "m5", "m6"]
     assert unique["m3"]["region"] == "neu"  # the skewed replica is the earliest copy
     assert unique["m2"]["region"] == "neu"
-    duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates")).collect()
-    assert len(duplicates) == 13
-    late = sorted((r["message_id"], r["region"]) for r in duplicates if r["late"])
-    assert late == [("m3", "eus"), ("m6", "eus")]
+    duplicates = duplicate_rows(spark, tmp_path)
+    listed = {(r["message_id"], r["region"], r["kind"], r["first_region"], r["late"])
+              for r in duplicates}  # fmt: skip
+    assert listed == {("m5", "weu", "in_region", "weu", False),
+                      ("m2", "eus", "in_region", "neu", False)}  # fmt: skip
+    assert {r["message_id"]: r["enqueued_time_utc"].second for r in duplicates} == {
+        "m5": 42, "m2": 13,
+    }  # fmt: skip
+    assert report["late_records"] == 2  # m3 and m6 in eus: replicas, late but no duplicates
+    assert_duplicates_add_up(report, duplicates)
     page = (tmp_path / "out" / "report.html").read_text()
     assert page.count("<svg") >= 3
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
@@ -175,13 +201,22 @@ def test_ties_in_time_go_to_the_region_name_and_one_copy_per_region_is_kept(
     assert unique["x"]["origin"] == "a"
     assert unique["y"]["region"] == "b"
     assert unique["z"]["region"] == "a"
-    duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates")).collect()
+    duplicates = duplicate_rows(spark, tmp_path)
     listed = [(r["message_id"], r["region"], r["sequence_number"] or 0) for r in duplicates]
     kept = [(m, unique[m]["region"], unique[m]["sequence_number"] or 0) for m in ("x", "y", "z")]
     every_copy = [("x", "a", 50), ("x", "b", 3), ("x", "b", 7), ("y", "b", 0), ("y", "b", 9),
                   ("z", "a", 2), ("z", "a", 4), ("z", "a", 4)]  # fmt: skip
-    assert sorted([*listed, *kept]) == every_copy  # each copy exactly once, in one folder
+    # Each copy once, in one folder, but x's first copy in b: an expected replica, in neither.
+    assert not Counter(listed + kept) - Counter(every_copy)
+    assert list((Counter(every_copy) - Counter(listed + kept)).elements()) in (
+        [("x", "b", 3)], [("x", "b", 7)],
+    )  # fmt: skip
     assert {(r["first_region"], r["late"]) for r in duplicates} == {("a", False), ("b", False)}
+    # z: three copies in one microsecond, two of them equal (one copy read twice).
+    assert sorted(r["kind"] for r in duplicates if r["message_id"] == "z") == [
+        "capture_repeat", "in_region",
+    ]  # fmt: skip
+    assert_duplicates_add_up(report, duplicates)
 
 
 def test_one_copy_captured_twice_is_a_capture_repeat_not_a_duplicate(
@@ -191,7 +226,7 @@ def test_one_copy_captured_twice_is_a_capture_repeat_not_a_duplicate(
     region, the same message, enqueue time and sequence number (replication.capture). Those are
     capture repeats, left out of the duplicates; a second enqueue of the message (another
     sequence number, even in the same microsecond) stays an in-region duplicate. ``duplicates/``
-    still lists every copy but the first, the repeats with the first copy's sequence number."""
+    lists both kinds, the repeats as ``capture_repeat``, and no replica."""
 
     def copy(message_id: str, seconds: float, sequence: int, origin: str | None = None) -> Any:
         item = (
@@ -215,14 +250,34 @@ def test_one_copy_captured_twice_is_a_capture_repeat_not_a_duplicate(
     assert report["regions"]["neu"]["capture_repeats"] == 0
     assert (report["capture_repeats"], report["unexpected_duplicates"]) == (3, 1)
     assert report["duplicate_records"] == 7
-    duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates")).collect()
+    duplicates = duplicate_rows(spark, tmp_path)
     weu = sorted(
-        (r["message_id"], r["sequence_number"]) for r in duplicates if r["region"] == "weu"
+        (r["message_id"], r["sequence_number"], r["kind"])
+        for r in duplicates
+        if r["region"] == "weu"
     )
     assert weu in (
-        [("m1", 1), ("m2", 2), ("m3", 3), ("m3", 3)],
-        [("m1", 1), ("m2", 5), ("m3", 3), ("m3", 3)],
+        [("m1", 1, REPEAT), ("m2", 2, "in_region"), ("m3", 3, REPEAT), ("m3", 3, REPEAT)],
+        [("m1", 1, REPEAT), ("m2", 5, "in_region"), ("m3", 3, REPEAT), ("m3", 3, REPEAT)],
     )
+    assert_duplicates_add_up(report, duplicates)  # neu's three replicas are not listed
+
+
+def test_late_copies_are_counted_whether_listed_or_not(spark: Any, tmp_path: Path) -> None:
+    """Three copies in one region make a message's summary incomplete (``unlisted_copies``):
+    its late second and third copies are counted from the second read, its late replica from
+    the summary, and only the two in-region copies are listed."""
+    regions = {
+        "a": [record("x", 0), record("x", 40), record("x", 80), record("y", 0)],
+        "b": [replica("x", 100, "a", "b"), replica("y", 45, "a", "b")],
+    }
+    report = run(spark, tmp_path, regions=regions)
+    assert report["late_records"] == 4  # x at 40 and 80 in a, at 100 in b; y at 45 in b
+    duplicates = duplicate_rows(spark, tmp_path)
+    assert sorted((r["message_id"], r["region"], r["kind"], r["late"]) for r in duplicates) == [
+        ("x", "a", "in_region", True), ("x", "a", "in_region", True),
+    ]  # fmt: skip
+    assert_duplicates_add_up(report, duplicates)
 
 
 def test_without_duplicates_the_duplicates_folder_is_an_empty_dataset(
@@ -232,7 +287,7 @@ def test_without_duplicates_the_duplicates_folder_is_an_empty_dataset(
     assert report["duplicate_records"] == 0
     duplicates = spark.read.parquet(str(tmp_path / "out" / "duplicates"))
     assert duplicates.count() == 0
-    assert "first_enqueued_time_utc" in duplicates.columns
+    assert {"first_enqueued_time_utc", "kind"} <= set(duplicates.columns)
 
 
 def test_a_malformed_hop_count_is_no_loop_and_no_failure(spark: Any, tmp_path: Path) -> None:
@@ -296,6 +351,12 @@ def test_missing_follows_expected_pairs(spark: Any, tmp_path: Path) -> None:
     }  # fmt: skip
     assert (report["expected_replicas"], report["unexpected_duplicates"]) == (4, 9)
     assert report["expected_replicas"] + report["unexpected_duplicates"] == 13
+    duplicates = duplicate_rows(spark, tmp_path)
+    assert_duplicates_add_up(report, duplicates)
+    # m3 (from eus) in weu: a first copy where the topology sends none; m2 twice in eus.
+    assert ("m3", "weu", "unexpected_region") in {
+        (r["message_id"], r["region"], r["kind"]) for r in duplicates
+    }
     only_eus = run(spark, tmp_path / "second", "--expect", "eus:weu")
     assert only_eus["missing_total"] == 0
 

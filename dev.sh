@@ -111,11 +111,13 @@ ensure_uv() {
     esac
 }
 
-# uv_install VENV [UV PIP INSTALL ARGS...]: install into the environment VENV.
+# uv_install VENV [UV PIP INSTALL ARGS...]: install into the environment VENV. With the
+# system's certificates, as pip is configured here (PIP_CERT): these machines reach PyPI through
+# a proxy whose certificate authority is in the system store, unknown to uv's own roots.
 uv_install() {
     local venv="$1"
     shift
-    "$VENV/bin/python" -m uv pip install --quiet --python "$venv/bin/python" "$@"
+    "$VENV/bin/python" -m uv pip install --quiet --system-certs --python "$venv/bin/python" "$@"
 }
 
 # The environments are byte-compiled when they install (pip's default). With --no-compile a clean

@@ -726,8 +726,9 @@ def _copy(key: str, sequence: str, kind: str) -> Column:
 
 UNLISTED_BROADCAST_LIMIT = 1_000_000
 """Up to this many messages whose copies the summary does not list, their first copies are
-broadcast to find their copies in a second read of the input without shuffling it (about 100
-bytes each in the driver's memory); above it, the copies are shuffled and joined by id."""
+broadcast to find their copies in a second read of the input without shuffling it (about 150
+bytes each with 3 regions, the first key, sequence number and verdict of each region, in the
+driver's memory); above it, the copies are shuffled and joined by id."""
 
 
 def unlisted_copies(

@@ -756,19 +756,18 @@ def unlisted_copies(
     counts those). Every repeat is here: two copies in one region with one key make their
     message unlisted.
     """
-    derived = Summary(regions)
+    derived, numbers = Summary(regions), regions.numbers
     firsts = summary.where(~F.col("listed")).select(
         MESSAGE_ID,
         derived.first_key.alias("first_key"),
-        *[F.col(f"k{index}") for index in regions.numbers],
-        *[F.col(f"s{index}") for index in regions.numbers],
-        *[derived.unexpected_region(index, expect).alias(f"u{index}") for index in regions.numbers],
+        *[F.col(f"k{index}") for index in numbers],
+        *[F.col(f"s{index}") for index in numbers],
+        *[derived.unexpected_region(index, expect).alias(f"u{index}") for index in numbers],
     )
     if unlisted_messages <= UNLISTED_BROADCAST_LIMIT:
         firsts = F.broadcast(firsts)
     joined = copy_times(records, regions).join(firsts, MESSAGE_ID)
     region = F.pmod(F.col("key"), F.lit(len(regions)))
-    numbers = regions.numbers
     region_first = (
         F.col("key") == regions.pick(region, [F.col(f"k{i}") for i in numbers])
     ) & F.col(SEQUENCE).eqNullSafe(regions.pick(region, [F.col(f"s{i}") for i in numbers]))

@@ -47,11 +47,12 @@ from replication.transport.servicebus import entity_receiver, peek_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90.0
-PORT_ATTEMPTS = 3
-READY = re.compile(re.escape(READY_LINE.encode()))
-"""The emulator's last line once it listens."""
 """A deadline for an emulator to listen, only reached when it fails: under the full run's load
 (load average 10 to 15 on 2 cores) a start has taken more than 30 s."""
+PORT_ATTEMPTS = 3
+"""Ports a node's first start tries when the one it was given is taken before it binds."""
+READY = re.compile(re.escape(READY_LINE.encode()))
+"""The emulator's last line once it listens."""
 
 SESSION_READERS = 4
 """How many sessions :meth:`Cluster.drain_sessions` reads side by side."""

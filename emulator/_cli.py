@@ -27,6 +27,7 @@ from typing import Any
 
 from replication.exceptions import ConfigurationError
 from replication.exit_codes import ExitCode
+from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.topology import Topology
 
 from . import run_emulator
@@ -48,11 +49,15 @@ DESCRIPTION = "Local Service Bus and Event Hubs emulator for the unmodified Azur
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the emulator's arguments (all but ``--verbose``, which the caller's parser has)."""
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--config", help="emulator Config.json (the official schema; several namespaces allowed)"
     )
-    source.add_argument("--topology", help="replication topology file to render the config from")
+    source.add_argument(
+        "--topology",
+        help="replication topology file to render the config from (default, without --config: "
+        f"${TOPOLOGY_SETTING} or {DEFAULT_TOPOLOGY_PATH}, as every command)",
+    )
     parser.add_argument(
         "--host",
         default="127.0.0.1",
@@ -112,9 +117,12 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM or Ctrl-C; the exit code (2: a bad config, 3: a port taken)."""
     topology: Topology | None = None
     try:
-        if args.local_settings and not args.topology:
-            raise ConfigurationError("--local-settings needs --topology", source="arguments")
-        if args.topology:
+        if args.local_settings and args.config:
+            raise ConfigurationError(
+                "--local-settings needs a topology, not --config", source="arguments"
+            )
+        if not args.config:
+            args.topology = args.topology or Settings.from_environ().topology
             config, topology = _config_from_topology(args.topology)
         else:
             config = args.config

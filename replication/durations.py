@@ -10,9 +10,9 @@
 
 :data:`Duration` is the duration type of the topology file's records and the patterns' options:
 ISO-8601 text (parsed here, so that ``"2 minutes"`` or ``"10s"`` is refused with "expected an
-ISO-8601 duration such as PT2M or P1D" rather than pydantic's "invalid character in hour") or a
-number of seconds. The topology's JSON Schema says the same (:data:`ISO8601_PATTERN`), so an
-editor refuses what the loader refuses.
+ISO-8601 duration such as PT2M or P1D, or a number of seconds" rather than pydantic's "invalid
+character in hour") or a number of seconds. The topology's JSON Schema says the same
+(:data:`ISO8601_PATTERN`), so an editor refuses what the loader refuses.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ import isodate
 from pydantic import BeforeValidator
 
 EXPECTED = "expected an ISO-8601 duration such as PT2M or P1D"
-"""The start of every message about a duration that is not one."""
+"""The start of every message about a duration that is not one (:func:`parse_iso8601`'s: text
+only, as the emulators' Config.json has them)."""
+
+EXPECTED_OR_SECONDS = f"{EXPECTED}, or a number of seconds"
+"""The start of the message about a topology duration (:data:`Duration`) that is not one: the
+topology also takes a number of seconds, so the message says so."""
 
 _NUMBER = r"\d+(?:[.,]\d+)?"
 ISO8601_PATTERN = (
@@ -44,12 +49,12 @@ def format_iso8601(value: timedelta) -> str:
     return "PT0S" if value == timedelta(0) else str(isodate.duration_isoformat(value))
 
 
-def parse_iso8601(text: object) -> timedelta:
+def parse_iso8601(text: object, *, expected: str = EXPECTED) -> timedelta:
     """An ISO-8601 duration of days, hours, minutes and seconds.
 
     Raises:
-        ValueError: not such a duration; years and months are refused because their length
-            depends on the calendar.
+        ValueError: not such a duration (the message starts with ``expected``); years and
+            months are refused because their length depends on the calendar.
     """
     value = str(text)
     try:
@@ -57,10 +62,10 @@ def parse_iso8601(text: object) -> timedelta:
     except (isodate.ISO8601Error, ValueError):
         parsed = None
     if parsed is not None and not isinstance(parsed, timedelta):
-        raise ValueError(f"{EXPECTED}, got {text!r}: years and months have no fixed length")
+        raise ValueError(f"{expected}, got {text!r}: years and months have no fixed length")
     # isodate also takes "PT" and "P1DT"; the pattern (the schema's, signed) does not.
     if parsed is None or _SIGNED.fullmatch(value) is None:
-        raise ValueError(f"{EXPECTED}, got {text!r}")
+        raise ValueError(f"{expected}, got {text!r}")
     return parsed
 
 
@@ -68,9 +73,9 @@ def _duration(value: object) -> object:
     """A topology value as a duration: ISO-8601 text parsed, numbers left to pydantic (seconds),
     anything else refused with the same message as bad text."""
     if isinstance(value, str):
-        return parse_iso8601(value)
+        return parse_iso8601(value, expected=EXPECTED_OR_SECONDS)
     if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
-        raise ValueError(f"{EXPECTED}, got {value!r}")
+        raise ValueError(f"{EXPECTED_OR_SECONDS}, got {value!r}")
     return value
 
 
@@ -99,6 +104,7 @@ def format_timespan(value: timedelta) -> str:
 
 __all__ = [
     "EXPECTED",
+    "EXPECTED_OR_SECONDS",
     "ISO8601_PATTERN",
     "Duration",
     "format_iso8601",

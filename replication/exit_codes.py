@@ -29,7 +29,9 @@ class ExitCode(enum.IntEnum):
     UNAVAILABLE = 3
     """A service or port could not be reached or bound."""
     INTERRUPTED = 130
-    """Stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+    """Stopped by Ctrl-C before it finished (128 + SIGINT, as shells report it). A command
+    that serves until it is stopped (``run`` without ``--until-idle``, ``emulator``) exits 0
+    when stopped: stopping is how it finishes."""
 
 
 UNREACHABLE: tuple[type[ReplicationError], ...] = (

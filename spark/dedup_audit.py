@@ -341,7 +341,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="REGION=URI",
         help="a region's capture folder: a path or any Hadoop URI (abfss://, dbfs:/, file://...)",
     )
-    parser.add_argument("--format", choices=["json", "parquet", "capture"], default="json")
+    parser.add_argument(
+        "--format",
+        choices=["json", "parquet", "capture"],
+        default="json",
+        help="what the inputs hold: json or parquet records (message_id, enqueued_time_utc, "
+        "properties), or capture: Event Hubs Capture's Avro files (default: json)",
+    )
     parser.add_argument(
         "--watermark",
         help="how far apart copies may be: 30 seconds unless given; --streaming: see --topology",
@@ -349,7 +355,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output", required=True, metavar="URI", help="a path or any Hadoop URI, like --input"
     )
-    parser.add_argument("--expect", action="append", default=[], metavar="SRC:DST")
+    parser.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="SRC:DST",
+        help="two regions of --input that replication connects, one pair per --expect: a message "
+        "of SRC missing in DST is a loss, a copy where no pair sends it an unexpected duplicate "
+        "(default: every region holds every message)",
+    )
     parser.add_argument(
         "--since",
         metavar="TIME",
@@ -357,7 +371,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "it says otherwise), reading only the capture partitions it needs",
     )
     parser.add_argument("--until", metavar="TIME", help="... and before this one (see --since)")
-    parser.add_argument("--streaming", action="store_true")
+    parser.add_argument(
+        "--streaming",
+        action="store_true",
+        help="deduplicate as a Structured Streaming job, watermarked on each message's origin "
+        "enqueue time (the other figures in batch; see --topology)",
+    )
     parser.add_argument(
         "--topology",
         metavar="FILE",

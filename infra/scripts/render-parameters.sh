@@ -8,7 +8,15 @@ set -eu
 cd "$(dirname "$0")/../.."
 TOPOLOGY="${REPLICATION_TOPOLOGY:-topology.json}"
 if [ ! -f "$TOPOLOGY" ]; then
-    echo "error: $TOPOLOGY not found: copy one of examples/*.json to topology.json and edit it" >&2
+    # This repository has the examples in examples/; an app made by `replication init` has none
+    # (init wrote its topology.json from one), but init writes any of them into a new folder.
+    if [ -d examples ]; then
+        echo "error: $TOPOLOGY not found: copy one of examples/*.json to $TOPOLOGY and edit it" >&2
+    else
+        echo "error: $TOPOLOGY not found: write one, or start from an example:" \
+            "\`replication init DIR --example NAME\` writes DIR/topology.json" \
+            "(\`replication init --help\` lists the examples)" >&2
+    fi
     exit 1
 fi
 if [ ! -x .venv/bin/python ]; then

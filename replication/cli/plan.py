@@ -140,11 +140,17 @@ def walk(topology: Topology, messages: int = 1) -> int:
     for message_id, places in deliveries.items():
         print(f"  {message_id:<28} {', '.join(places)}")
     duplicates = {m: p for m, p in deliveries.items() if len(p) != len(set(p))}
+    copies = sum(map(len, deliveries.values()))
     print(
-        f"\n{len(deliveries)} messages, {sum(map(len, deliveries.values()))} copies, "
-        f"{len(duplicates)} delivered twice to one entity"
+        f"\n{_counted(len(deliveries), 'message', 'messages')}, "
+        f"{_counted(copies, 'copy', 'copies')}, {len(duplicates)} delivered twice to one entity"
     )
     return ExitCode.OK
+
+
+def _counted(count: int, one: str, many: str) -> str:
+    """``count`` and its noun, singular for exactly one ("1 message", "2 copies")."""
+    return f"{count} {one if count == 1 else many}"
 
 
 def _print_decision(task: str, decision: Any) -> None:

@@ -25,10 +25,19 @@ from replication.render import (
 
 from ._options import add_topology_option, topology_of
 
+TARGETS = ("emulator-config", "az-cli", "bicep-params", "app-settings")
+"""What the command renders, in the order usage lists them."""
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    # The metavar names the choices: argparse's "required" error names a positional by its
+    # metavar, else by its dest, so without one a bare ``render`` said only "required: what".
     parser.add_argument(
-        "what", choices=["emulator-config", "az-cli", "bicep-params", "app-settings"]
+        "what",
+        choices=TARGETS,
+        metavar="{" + ",".join(TARGETS) + "}",
+        help="what to render: an emulator config, a provisioning script of az commands, the "
+        "parameters of infra/main.bicep, or the app settings",
     )
     add_topology_option(parser)
     parser.add_argument("--output", help="file to write (default: standard output)")

@@ -20,6 +20,7 @@ from replication.settings import Settings
 from replication.telemetry import configure_local_telemetry
 
 from ._connections import check_connections
+from ._local_settings import read_local_settings
 from ._options import add_topology_option, positive_seconds, topology_of
 
 
@@ -41,12 +42,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = topology_of(args)
+    read_local_settings(args.topology, topology.connections)
     # Metrics and traces go to OTLP or the console when the settings ask for it (see
     # replication/telemetry/_setup.py); by default nothing is exported.
     configure_local_telemetry(Settings.from_environ())
     check_connections(topology.namespaces, Settings.from_environ(connections=topology.connections))
     with LocalHost(topology) as host:
         print(f"running {len(topology.tasks)} task(s); Ctrl-C to stop", flush=True)
+        interrupted = False
         try:
             if sys.stdout.isatty():
                 _wait_with_table(host, args)
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 threading.Event().wait()
         except KeyboardInterrupt:
-            pass
+            interrupted = True
     for name, status in host.status.items():
         line = (
             f"  {name}: {status.messages} messages in {status.batches} batches, "
@@ -66,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     for (origin, target), age in host.heartbeats.ages().items():
         print(f"  heartbeat {origin} -> {target}: " + ("none" if age is None else f"{age:.1f} s"))
+    if interrupted and args.until_idle is not None:
+        return ExitCode.INTERRUPTED  # stopped before the idle it was asked to wait for
     failing = host.failing()
     if failing:
         print(f"{len(failing)} task(s) not making progress: {', '.join(failing)}")

@@ -29,7 +29,8 @@ Per task:
 - **heartbeats**: per heartbeat path of the task (its source namespace to each target
   namespace), the age of the newest heartbeat that reached the target (its
   ``heartbeat-status`` subscription, or its heartbeat event hub's events of the look-back
-  window: :func:`~replication.topology.heartbeat_lookback`).
+  window: :func:`~replication.topology.heartbeat_lookback`); none, and ``heartbeats_off``, when
+  the topology has heartbeats switched off.
 
 A namespace that cannot be reached, or does not answer within ``call_timeout`` (default 10 s;
 :class:`~replication.transport.inspection.SourceInspector` bounds every read), is recorded, not
@@ -138,6 +139,9 @@ class TaskReport:
     message_ids: tuple[str, ...] = ()
     """The MessageIds of a Service Bus backlog (as far as peeked): what a failover now loses."""
     heartbeats: list[PathHeartbeat] = dataclasses.field(default_factory=list)
+    heartbeats_off: bool = False
+    """The topology has heartbeats switched off: ``heartbeats`` is empty because none are sent,
+    not because none of the task's targets is a heartbeat path."""
     error: str | None = None
     state: TaskState = TaskState.UNKNOWN
     reasons: tuple[str, ...] = ()
@@ -203,7 +207,9 @@ class FiguresReader:
         read (quicker; the state then cannot be "stalled")."""
         resolved = self._resolved(task)
         source = resolved.spec.source
-        report = TaskReport(resolved.name, source.describe())
+        report = TaskReport(
+            resolved.name, source.describe(), heartbeats_off=not self._topology.heartbeats.enabled
+        )
         try:
             backlog = self.backlog(resolved)
             if backlog.count is not None:

@@ -116,9 +116,11 @@ def _figures_line(task: TaskReport) -> str:
         f"{b.origin} -> {b.target} {'target unreachable' if b.error else heartbeat_text(b)}"
         for b in task.heartbeats
     )
+    # "no path": heartbeats are on, but none of the task's targets is a path from its source.
+    heartbeat = "heartbeats off" if task.heartbeats_off else f"heartbeat {beats or 'no path'}"
     return (
         f"{task.state.value.upper()}; oldest unreplicated {oldest}; "
-        f"heartbeat {beats or 'no path'}; RPO if you failed over now: {task.rpo}"
+        f"{heartbeat}; RPO if you failed over now: {task.rpo}"
     )
 
 

@@ -50,7 +50,7 @@ with_principal() {{ if [ -n "${{PRINCIPAL_ID:-}}" ]; then run "$@"; fi; }}
 # Run a command and print what its --query selects (dry run: a stand-in), e.g. the principal of
 # the identity a namespace create gives the namespace.
 selected() {{
-    if [ "$DRY_RUN" = 1 ]; then printf '%q ' "$@" >&2; printf '\n' >&2; echo '<principal id>'
+    if [ "$DRY_RUN" = 1 ]; then printf '%q ' "$@" >&2; printf '\\n' >&2; echo '<principal id>'
     else "$@"; fi
 }}
 with_workspace() {{ if [ -n "${{LOG_ANALYTICS_WORKSPACE_ID:-}}" ]; then run "$@"; fi; }}

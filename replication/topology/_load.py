@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from replication.exceptions import CodeReferenceError, ConfigurationError, TransformSignatureError
+from replication.layout import EXAMPLES
 from replication.planning import load_pattern
 from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
 from replication.transforms import add_code_root
@@ -97,14 +98,27 @@ def _resolve(
         ) from None
 
 
+def _not_found(location: Path) -> str:
+    """What to do about a topology file that is not there. The examples of a checkout's
+    ``examples/`` are installed inside the package (:data:`~replication.layout.EXAMPLES`), where
+    a path like ``examples/mesh.json`` finds nothing: ``replication init`` copies them out."""
+    if (EXAMPLES.folder() / location.name).is_file():
+        return (
+            f"topology file not found; '{location.stem}' is a bundled example: "
+            f"`replication init DIR --example {location.stem}` makes an app from it"
+        )
+    return (
+        f"topology file not found (set {TOPOLOGY_SETTING} or pass --topology; "
+        "`replication init DIR` makes an app with one)"
+    )
+
+
 def _read(location: Path, source: str) -> str:
     """The file's text: UTF-8, with or without a byte-order mark (Windows editors write one)."""
     try:
         data = location.read_bytes()
     except FileNotFoundError:
-        raise ConfigurationError(
-            f"topology file not found (set {TOPOLOGY_SETTING} or pass --topology)", source=source
-        ) from None
+        raise ConfigurationError(_not_found(location), source=source) from None
     except IsADirectoryError:
         raise ConfigurationError("is a directory, not a topology file", source=source) from None
     except OSError as error:

@@ -7,7 +7,10 @@ opening fence or right after its closing fence changes how it runs:
 - ``<!-- skip: REASON -->``: not run, and the test says why (a block that needs Azure, starts
   a server that runs until Ctrl-C, or installs packages);
 - ``<!-- test: emulator -->``: run with the local emulator serving the tutorial's topology and
-  its tasks running, their connection settings in the environment.
+  its tasks running, their connection settings in the environment;
+- ``<!-- test: app -->``: a bash block run in the page's shell folder, which starts in an app
+  made by ``replication init`` (not the checkout) and moves where the page's ``app`` blocks
+  ``cd``, as a reader's one terminal does. ``<!-- test: app emulator -->`` asks for both.
 
 A ``text`` block right after a block that runs is its expected output; a line ``...`` stands
 for any number of lines.
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 RUNNABLE = ("python", "bash")
 MARKER = re.compile(r"^<!-- (skip|test): (.+?) -->$")
+ENVIRONMENTS = frozenset({"emulator", "app"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +47,8 @@ class Block:
     code: str
     skip: str | None = None
     """Why the block does not run."""
-    needs: str | None = None
-    """What it runs against (``emulator``)."""
+    needs: frozenset[str] = frozenset()
+    """What it runs against or in (:data:`ENVIRONMENTS`)."""
     expected: str | None = None
     """The output it prints, from the ``text`` block that follows it."""
 
@@ -103,7 +107,8 @@ def blocks(path: Path) -> list[Block]:
             expected = following.content
         language = token.info.split()[0] if token.info.strip() else ""
         kind, value = marker if marker else (None, None)
-        if kind == "test" and value != "emulator":
+        needs = frozenset(value.split()) if kind == "test" and value else frozenset()
+        if needs - ENVIRONMENTS:
             raise ValueError(f"{page}:{start + 1}: unknown test environment {value!r}")
         found.append(
             Block(
@@ -112,7 +117,7 @@ def blocks(path: Path) -> list[Block]:
                 language=language,
                 code=token.content,
                 skip=value if kind == "skip" else None,
-                needs=value if kind == "test" else None,
+                needs=needs,
                 expected=expected,
             )
         )

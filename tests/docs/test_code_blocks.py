@@ -5,7 +5,10 @@ repository's root. A block followed by a ``text`` block prints that output.
 
 Blocks marked ``<!-- test: emulator -->`` run with the local emulator serving
 ``examples/two-region-all-active.json`` (the tutorial's topology) and its tasks replicating in
-this process, their connection settings in the environment."""
+this process, their connection settings in the environment. Bash blocks marked ``<!-- test: app
+-->`` run in their page's shell folder (:data:`SHELL_FOLDERS`): at first an app made by
+``replication init --example two-region-all-active`` in a temporary folder (what the how-to
+pages assume), then wherever the page's previous ``app`` block left its shell (``cd``)."""
 
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ BLOCKS = [block for page in pages() for block in blocks(page)]
 RUNS = [block for block in BLOCKS if block.language in ("python", "bash")]
 NAMESPACES: dict[str, dict[str, Any]] = {}
 """Each page's Python namespace: a page's blocks build on each other."""
+SHELL_FOLDERS: dict[str, Path] = {}
+"""Each page's shell folder for its ``app`` blocks: where the previous one ended."""
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +40,18 @@ def shims(tmp_path_factory: pytest.TempPathFactory) -> Path:
     command = folder / "replication"
     command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m replication "$@"\n')
     command.chmod(0o755)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def first_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where a page's ``app`` blocks start: a new app of the tutorial's example topology."""
+    folder = tmp_path_factory.mktemp("shell") / "app"
+    subprocess.run(
+        [sys.executable, "-m", "replication", "init", str(folder),
+         "--example", "two-region-all-active"],
+        cwd=ROOT, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
     return folder
 
 
@@ -64,11 +81,12 @@ def test_the_block_runs(
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
     shims: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     if block.skip is not None:
         pytest.skip(block.skip)
     settings: dict[str, str] = {}
-    if block.needs == "emulator":
+    if "emulator" in block.needs:
         settings = request.getfixturevalue("emulator_settings")
     for name, value in settings.items():
         monkeypatch.setenv(name, value)
@@ -85,9 +103,14 @@ def test_the_block_runs(
             "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}",
             "PYTHONPATH": str(ROOT),
         }
+        folder, code = ROOT, block.code
+        if "app" in block.needs:
+            folder = SHELL_FOLDERS.setdefault(block.page, request.getfixturevalue("first_app"))
+            ended = tmp_path_factory.mktemp("pwd") / "pwd"
+            code = f'{code}\npwd > "{ended}"\n'
         result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", block.code],
-            cwd=ROOT,
+            ["bash", "-euo", "pipefail", "-c", code],
+            cwd=folder,
             env=environment,
             capture_output=True,
             text=True,
@@ -95,5 +118,7 @@ def test_the_block_runs(
         )
         assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}{result.stderr}"
         printed = result.stdout
+        if "app" in block.needs:
+            SHELL_FOLDERS[block.page] = Path(ended.read_text().strip())
     if block.expected is not None:
         assert matches(printed, block.expected), f"printed:\n{printed}\nexpected:\n{block.expected}"

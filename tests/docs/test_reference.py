@@ -1,7 +1,8 @@
 """The generated reference covers the code: every key of every record of the topology file
-(each pattern's options included), every option of every command and every app setting the
-library names is in it. The generators read the code, so this guards the generators: a record
-they no longer reach, a command they skip, a setting missing from the table they read."""
+(each pattern's options included), every option of every command (with a help text for its
+meaning) and every app setting the library names is in it. The generators read the code, so
+this guards the generators: a record they no longer reach, a command they skip, a setting
+missing from the table they read."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def test_every_command_and_option_is_in_the_cli_reference(reference: ModuleType)
         assert section is not None, f"command {name} missing"
         _, commands = build_parser(name)
         for action in commands[name]._actions:
+            assert action.help, f"{name}: {action.option_strings or action.dest} has no help"
             for option in action.option_strings:
                 if option not in ("-h", "--help"):
                     assert f"`{option}`" in section, f"{name}: {option} missing"

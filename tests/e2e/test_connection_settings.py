@@ -1,6 +1,8 @@
 """A namespace whose connection setting is unset is named before the Entra ID fallback is tried
 (issue 39): ``status`` and ``run`` print one ``note:`` line naming the setting, the namespace
-and the host they will try, then go on and report the namespace unreachable (exit 3).
+and the host they will try, then go on and report the namespace unreachable (exit 3). A setting
+in the ``local.settings.json`` beside the topology counts as set, as ``func start`` reads it; and
+``run --until-idle`` stopped by Ctrl-C exits 130.
 
 The namespaces' host names end in ``.invalid`` (RFC 6761: never resolves), so the SDKs fail on
 the name before any credential is asked for a token: no request leaves the machine. In the
@@ -10,6 +12,8 @@ emulator tier because the SDKs' connection attempts and retries take seconds of 
 from __future__ import annotations
 
 import json
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -68,3 +72,31 @@ def test_nothing_is_noted_when_identity_is_chosen_on_purpose(
     monkeypatch.setenv("SB_WEU__fullyQualifiedNamespace", "weu.invalid")
     assert main(["status", "--topology", str(topology)]) == ExitCode.UNAVAILABLE
     assert capsys.readouterr().err == ""
+
+
+def test_a_setting_in_local_settings_json_beside_the_topology_is_read_as_func_start_reads_it(
+    topology: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``replication emulator --local-settings`` wrote, without exporting it."""
+    monkeypatch.setenv("SB_WEU", "")  # empty is unset; monkeypatch restores what the file sets
+    connection = "Endpoint=sb://weu.invalid;SharedAccessKeyName=k;SharedAccessKey=c2VjcmV0"
+    (topology.parent / "local.settings.json").write_text(
+        json.dumps({"IsEncrypted": False, "Values": {"SB_WEU": connection}})
+    )
+    assert main(["status", "--topology", str(topology)]) == ExitCode.UNAVAILABLE
+    assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_before_the_idle_it_waits_for_exits_130(
+    topology: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --until-idle`` stopped early did not finish; ``run`` alone finishes by being
+    stopped (exit 0, :class:`~replication.exit_codes.ExitCode`)."""
+    interrupt = threading.Timer(3.0, signal.raise_signal, [signal.SIGINT])
+    interrupt.start()
+    try:
+        argv = ["run", "--topology", str(topology), "--until-idle", "60", "--timeout", "120"]
+        assert main(argv) == ExitCode.INTERRUPTED
+    finally:
+        interrupt.cancel()
+    assert capsys.readouterr().out.splitlines()[0] == "running 2 task(s); Ctrl-C to stop"

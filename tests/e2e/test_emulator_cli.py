@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -19,10 +20,11 @@ pytestmark = pytest.mark.emulator
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _start(*args: str) -> subprocess.Popen[str]:
+def _start(*args: str, cwd: Path = ROOT) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "emulator", *args],
-        cwd=ROOT,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # the checkout's emulator from any folder
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -65,8 +67,12 @@ def test_prints_connection_strings_serves_them_and_stops_on_ctrl_c(tmp_path: Pat
     assert "Traceback" not in stderr
 
 
-def test_topology_prints_the_settings_the_topology_reads() -> None:
-    process = _start("--topology", "examples/three-region-mesh.json")
+@pytest.mark.parametrize("named", [True, False], ids=["--topology", "topology.json by default"])
+def test_a_topology_prints_the_settings_it_reads(named: bool, tmp_path: Path) -> None:
+    """``--topology FILE``, or without ``--config`` or ``--topology`` the ``topology.json`` of the
+    working directory, as every command reads it by default (an app made by ``init``)."""
+    (tmp_path / "topology.json").write_text((ROOT / "examples/three-region-mesh.json").read_text())
+    process = _start(*(["--topology", "topology.json"] if named else []), cwd=tmp_path)
     try:
         assert process.stdout is not None
         lines = [process.stdout.readline().strip() for _ in range(3)]
@@ -78,6 +84,15 @@ def test_topology_prints_the_settings_the_topology_reads() -> None:
         "export SB_EUS",
         "export SB_SEA",
     ]
+
+
+def test_local_settings_beside_a_config_file_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "Config.json"
+    config.write_text(json.dumps({"UserConfig": {"Namespaces": [{"Name": "n"}]}}))
+    result = run_to_exit("--config", str(config), "--local-settings", "local.settings.json")
+    assert result.returncode == ExitCode.CONFIGURATION
+    assert result.stderr == "error: arguments: --local-settings needs a topology, not --config\n"
+    assert result.stdout == ""
 
 
 def test_bad_config_names_file_and_entry_and_starts_nothing(tmp_path: Path) -> None:

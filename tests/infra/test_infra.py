@@ -10,8 +10,10 @@ explains.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +32,7 @@ from replication.render.access import ENTITY_TYPES, ROLE_IDS
 from replication.render.app_settings import IDENTITY_CLIENT_ID_PLACEHOLDER
 from replication.sql import SqlFilter, SqlRuleAction
 from replication.topology import load_topology
+from tests.infra.deployments import FEATURE_TOPOLOGY
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -596,3 +599,27 @@ def test_every_servicebus_task_can_send_to_its_parking_queue(example: Path) -> N
         assert (host, parking.entity) in queues, task.name
         assert (host, "queue", parking.entity) in senders, task.name
         assert f"--namespace-name {host} --name {parking.entity}" in script, task.name
+
+
+def test_the_az_cli_dry_run_prints_each_command_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """``--dry-run`` prints the commands: those whose output the script reads (``selected``, the
+    identity of an Event Hubs namespace that captures) on standard error, the rest on standard
+    output. The script's text has printf's ``\\n`` as those two characters: a newline inside the
+    quotes printed the same but broke the generated line in two."""
+    script = az_cli_script(load_topology(FEATURE_TOPOLOGY))
+    assert "printf '%q ' \"$@\" >&2; printf '\\n' >&2; echo '<principal id>'" in script
+    path = tmp_path / "provision.sh"
+    path.write_text(script, encoding="utf-8")
+    environment = {**os.environ, "RESOURCE_GROUP": "rg", "PRINCIPAL_ID": "principal"}
+    result = subprocess.run(
+        ["bash", str(path), "--dry-run"], env=environment, capture_output=True, text=True,
+        check=True, timeout=60,
+    )  # fmt: skip
+    assert result.stderr == (
+        "az eventhubs namespace create --resource-group rg --name fabrikam-ingest --location "
+        "westeurope --sku Standard --capacity 1 --disable-local-auth true --min-tls 1.2 "
+        "--mi-system-assigned true --query identity.principalId --output tsv \n"
+    )
+    lines = result.stdout.splitlines()
+    assert lines
+    assert all(line.startswith("az ") for line in lines), lines

@@ -184,7 +184,8 @@ def test_the_app_replicates_on_the_emulator_from_the_wheel(
     environments: Environments, app: Path, emulator: dict[str, str]
 ) -> None:
     """Messages published in weu reach neu's subscription, replicated by ``replication run``
-    from the ``[all]`` environment, with the settings the emulator wrote for ``func start``."""
+    from the ``[all]`` environment, with the settings the emulator wrote for ``func start``:
+    ``run`` reads them from ``local.settings.json`` beside the topology, nothing exported."""
     written = json.loads((app / "local.settings.json").read_text())["Values"]
     assert {name: written[name] for name in emulator} == emulator
     run_id = uuid.uuid4().hex[:8]
@@ -197,10 +198,11 @@ def test_the_app_replicates_on_the_emulator_from_the_wheel(
          "--timeout", "120"],
         cwd=app,
         venv=environments.full,
-        environ=emulator,
+        environ=dict.fromkeys(emulator, ""),  # empty counts as unset: the file's are read
         timeout=180,
     )  # fmt: skip
     assert replicated.returncode == 0, replicated.stderr[-3000:]
+    assert "is not set" not in replicated.stderr
     received: dict[str, object] = {}
     neu = ServiceBusClient.from_connection_string(emulator["SB_NEU"])
     with neu, neu.get_subscription_receiver("orders", "billing", max_wait_time=5) as receiver:

@@ -1,7 +1,8 @@
 """The Databricks and Synapse job definitions shipped with the audit (spark/jobs/): valid JSON
 whose parameters the audit's own parser accepts, the Databricks ones after its job parameters
 are substituted. Neither platform runs here (no local stand-in exists): what is checked is
-that a definition would start the audit with arguments it takes, not a deployment.
+that a definition would start the audit with arguments it takes, not a deployment. And the
+parser those definitions go through says what each of its options does (``--help``).
 """
 
 from __future__ import annotations
@@ -55,3 +56,23 @@ def test_the_synapse_job_definition_runs_the_audit_file_with_the_wheel() -> None
     args = parsed(job["args"])
     assert args.window.bounded
     assert all(uri.startswith("abfss://") for uri in args.inputs.values())
+
+
+def test_every_option_of_the_audit_says_what_it_does() -> None:
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    helps = {action.option_strings[-1]: action.help for action in parser._actions}
+    assert all(helps.values()), [option for option, text in helps.items() if not text]
+    assert helps["--format"] == (
+        "what the inputs hold: json or parquet records (message_id, enqueued_time_utc, "
+        "properties), or capture: Event Hubs Capture's Avro files (default: json)"
+    )
+    assert helps["--expect"] == (
+        "two regions of --input that replication connects, one pair per --expect: a message of "
+        "SRC missing in DST is a loss, a copy where no pair sends it an unexpected duplicate "
+        "(default: every region holds every message)"
+    )
+    assert helps["--streaming"] == (
+        "deduplicate as a Structured Streaming job, watermarked on each message's origin "
+        "enqueue time (the other figures in batch; see --topology)"
+    )

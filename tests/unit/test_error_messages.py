@@ -1,11 +1,13 @@
 """Error messages that teach (issue 39): for each, the exact input, the one line the command
 prints and its exit code.
 
-- a duration that is not ISO-8601 names the JSON path and says what is expected;
+- a duration that is not ISO-8601 names the JSON path and says what is expected (ISO-8601
+  text or a number of seconds);
 - a misspelt option names itself, the closest known option and every known one (not a missing
   ``replicaTimeToLive``);
 - a count or a time that cannot be meant is refused before anything runs;
-- a flag the chosen command does not know is reported with that command's usage.
+- a flag the chosen command does not know is reported with that command's usage;
+- a missing positional is named by its choices (``render``'s), not by its attribute name.
 
 (The unset connection setting, named before the Entra ID fallback is tried, connects and is in
 ``tests/e2e/test_connection_settings.py``.)
@@ -55,26 +57,27 @@ def _validate(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
         (
             {"tasks.0.options": {"replicaTimeToLive": "2 minutes"}},
             "tasks[0].options.replicaTimeToLive: expected an ISO-8601 duration such as PT2M or "
-            "P1D, got '2 minutes'",
+            "P1D, or a number of seconds, got '2 minutes'",
         ),
         (
             {"tasks.0.retry": {"maxBackoff": "10s"}},
             "tasks[0].retry.maxBackoff: expected an ISO-8601 duration such as PT2M or P1D, "
-            "got '10s'",
+            "or a number of seconds, got '10s'",
         ),
         (
             {"monitoring": {"lagThreshold": "1h"}},
-            "monitoring.lagThreshold: expected an ISO-8601 duration such as PT2M or P1D, got '1h'",
+            "monitoring.lagThreshold: expected an ISO-8601 duration such as PT2M or P1D, or a "
+            "number of seconds, got '1h'",
         ),
         (
             {"heartbeats": {"enabled": True, "interval": "P1M"}},
-            "heartbeats.interval: expected an ISO-8601 duration such as PT2M or P1D, got 'P1M': "
-            "years and months have no fixed length",
+            "heartbeats.interval: expected an ISO-8601 duration such as PT2M or P1D, or a number "
+            "of seconds, got 'P1M': years and months have no fixed length",
         ),
         (
             {"namespaces.0.topics.0.subscriptions.0.lockDuration": True},
             "namespaces[0].topics[0].subscriptions[0].lockDuration: expected an ISO-8601 "
-            "duration such as PT2M or P1D, got True",
+            "duration such as PT2M or P1D, or a number of seconds, got True",
         ),
     ],
     ids=["option", "retry", "monitoring", "calendar-months", "not-text"],
@@ -201,3 +204,47 @@ def test_an_unknown_flag_is_reported_with_the_commands_own_usage(
         "usage: replication validate [-h] [-v] [--topology TOPOLOGY] [--transforms MODULE:NAME]"
     )
     assert err.splitlines()[-1] == "replication validate: error: unrecognized arguments: --bogus"
+
+
+def test_a_missing_render_target_is_named_by_its_choices(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "120")  # argparse wraps the usage to the terminal's width
+    with pytest.raises(SystemExit) as exited:
+        main(["render"])
+    assert exited.value.code == ExitCode.CONFIGURATION
+    err = capsys.readouterr().err
+    targets = "{emulator-config,az-cli,bicep-params,app-settings}"
+    assert err.splitlines()[-2].strip() == targets  # the usage's last line
+    assert err.splitlines()[-1] == (
+        f"replication render: error: the following arguments are required: {targets}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        (
+            "two-region-all-active.json",
+            "error: examples/two-region-all-active.json: topology file not found; "
+            "'two-region-all-active' is a bundled example: `replication init DIR --example "
+            "two-region-all-active` makes an app from it",
+        ),
+        (
+            "orders.json",
+            "error: examples/orders.json: topology file not found (set REPLICATION_TOPOLOGY or "
+            "pass --topology; `replication init DIR` makes an app with one)",
+        ),
+    ],
+)
+def test_a_topology_file_that_is_not_there_says_how_to_get_one(
+    name: str,
+    line: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a user who installed the package meets following a checkout's ``examples/``
+    path: the examples are inside the package, and ``init`` copies them out."""
+    monkeypatch.chdir(tmp_path)
+    assert _validate(Path("examples") / name, capsys) == (ExitCode.CONFIGURATION, line)

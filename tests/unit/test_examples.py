@@ -31,6 +31,21 @@ def test_every_example_plans_without_a_loop(path: Path, capsys: pytest.CaptureFi
     assert summary.endswith("0 delivered twice to one entity")
 
 
+@pytest.mark.parametrize(
+    ("messages", "summary"),
+    [
+        (1, "1 message, 2 copies, 0 delivered twice to one entity"),
+        (2, "2 messages, 4 copies, 0 delivered twice to one entity"),
+    ],
+)
+def test_the_plan_summary_counts_in_the_singular_for_one(
+    messages: int, summary: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``plan``'s last line; active-passive.json has one source entity and one target."""
+    assert walk(load_topology(ROOT / "examples" / "active-passive.json"), messages) == ExitCode.OK
+    assert capsys.readouterr().out.strip().splitlines()[-1] == summary
+
+
 def _pattern_table() -> dict[str, list[str]]:
     """pattern -> the example files its row of "Patterns and their options" links."""
     section = README.split("## Patterns and their options", 1)[1].split("\n## ", 1)[0]

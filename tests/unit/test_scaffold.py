@@ -1,14 +1,19 @@
 """``replication init``'s pure parts: how the library's requirement is written for each way it
-was installed (the packaging tier runs ``init`` itself from a clean environment)."""
+was installed, and what the azd hook it copies says when the topology is missing (the packaging
+tier runs ``init`` itself from a clean environment)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from replication import __version__
 from replication.exceptions import ConfigurationError
+from replication.layout import INFRA
 from replication.scaffold import create_app, example_names
 from replication.scaffold._requirement import _checked_wheel, _local_wheel, _vcs_url
 
@@ -53,3 +58,38 @@ def test_init_names_the_examples_it_knows_and_writes_nothing_on_a_bad_one(tmp_pa
     with pytest.raises(ConfigurationError, match="no example named 'nope'; choose one of"):
         create_app(tmp_path / "app", example="nope")
     assert not (tmp_path / "app").exists()
+
+
+@pytest.mark.parametrize(
+    ("layout", "line"),
+    [
+        (
+            "init-app",
+            "error: prod.json not found: write one, or start from an example: `replication init "
+            "DIR --example NAME` writes DIR/topology.json (`replication init --help` lists the "
+            "examples)",
+        ),
+        (
+            "repository",
+            "error: prod.json not found: copy one of examples/*.json to prod.json and edit it",
+        ),
+    ],
+)
+def test_the_azd_hook_says_where_a_missing_topology_comes_from(
+    tmp_path: Path, layout: str, line: str
+) -> None:
+    """The hook as ``init`` copies it (the repository's own ``infra/scripts``): an app made by
+    ``init`` has no ``examples/`` to copy from, the repository has."""
+    script = tmp_path / "infra" / "scripts" / "render-parameters.sh"
+    script.parent.mkdir(parents=True)
+    shutil.copy2(INFRA.folder() / "scripts" / "render-parameters.sh", script)
+    if layout == "repository":
+        (tmp_path / "examples").mkdir()
+    result = subprocess.run(
+        ["sh", str(script)],
+        env={**os.environ, "REPLICATION_TOPOLOGY": "prod.json"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stderr, result.stdout) == (1, line + "\n", "")

@@ -1,5 +1,6 @@
 """A task's state and its RPO if you failed over now, decided from its figures
-(:func:`replication.operations.decide`; the rules are ``docs/how-to/status.md``'s)."""
+(:func:`replication.operations.decide`; the rules are ``docs/how-to/status.md``'s), and the
+line ``status`` prints of them (:func:`replication.operations.task_lines`)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,25 @@ from pathlib import Path
 
 import pytest
 
+from replication.exceptions import SourceUnreadableError
 from replication.operations import (
+    Count,
+    FiguresReader,
     Observed,
     PartitionLag,
     PathHeartbeat,
     Rpo,
+    TaskReport,
     TaskState,
     Thresholds,
     decide,
+    task_lines,
 )
-from replication.topology import parse_topology
+from replication.settings import Settings
+from replication.topology import load_topology, parse_topology
 
 MESH = Path(__file__).resolve().parents[2] / "examples" / "three-region-mesh.json"
+TWO_REGIONS = Path(__file__).resolve().parents[2] / "examples" / "two-region-all-active.json"
 LIMITS = Thresholds(lag=timedelta(seconds=5), heartbeat_max_age=timedelta(seconds=10), parked=0)
 
 
@@ -178,3 +186,52 @@ def test_an_event_hub_partition_lag(
     first: int, last: int, checkpoint: int | None, lag: int
 ) -> None:
     assert PartitionLag("0", last, checkpoint, first).lag == lag
+
+
+@pytest.mark.parametrize(
+    ("heartbeats", "heartbeats_off", "text"),
+    [
+        ([beat(1.2)], False, "heartbeat weu -> neu age 1.2 s"),
+        ([beat(None)], False, "heartbeat weu -> neu none within 20 s"),
+        ([beat(None, error="timed out")], False, "heartbeat weu -> neu target unreachable"),
+        ([], False, "heartbeat no path"),  # on, but none of the task's targets is a path
+        ([], True, "heartbeats off"),
+    ],
+    ids=["fresh", "none-yet", "unreachable", "no-path", "off"],
+)
+def test_the_status_line_of_a_task_says_how_its_heartbeats_are(
+    heartbeats: list[PathHeartbeat], heartbeats_off: bool, text: str
+) -> None:
+    report = TaskReport(
+        "weu-to-neu",
+        "weu/orders/replication",
+        backlog=Count(0, False),
+        heartbeats=heartbeats,
+        heartbeats_off=heartbeats_off,
+        state=TaskState.REPLICATING,
+        rpo=Rpo(0, False, 0.0),
+    )
+    assert task_lines(report)[1] == (
+        f"REPLICATING; oldest unreplicated -; {text}; RPO if you failed over now: 0 messages"
+    )
+
+
+def test_a_topology_with_heartbeats_switched_off_gives_reports_that_say_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topology = load_topology(TWO_REGIONS)  # "heartbeats" absent: off
+    assert not topology.heartbeats.enabled
+    reader = FiguresReader(topology, Settings.from_environ({}, connections=topology.connections))
+
+    def unreadable(task: object) -> None:
+        raise SourceUnreadableError("not connected in this test")
+
+    monkeypatch.setattr(reader, "backlog", unreadable)
+    monkeypatch.setattr(reader, "_parked", lambda task: None)
+    try:
+        report = reader.task(topology.tasks[0].name)
+    finally:
+        reader.close()
+    assert report.heartbeats == []
+    assert report.heartbeats_off
+    assert "; heartbeats off; " in task_lines(report)[1]

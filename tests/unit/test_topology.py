@@ -60,9 +60,9 @@ EXPECTED_ERRORS = {
     "renames-replication-property.json": "tasks[1].options.renameProperties.repl-origin: "
     "'repl-origin' is a replication property; editing it would defeat loop prevention",
     "duration-not-iso8601.json": "tasks[0].options.replicaTimeToLive: expected an ISO-8601 "
-    "duration such as PT2M or P1D, got '2 minutes'",
+    "duration such as PT2M or P1D, or a number of seconds, got '2 minutes'",
     "retry-duration-not-iso8601.json": "tasks[0].retry.minBackoff: expected an ISO-8601 "
-    "duration such as PT2M or P1D, got '10s'",
+    "duration such as PT2M or P1D, or a number of seconds, got '10s'",
     "misspelt-option.json": "tasks[0].options.replicaTimeToLife: unknown option for pattern "
     "'active_passive' (did you mean 'replicaTimeToLive'?); known: replicaTimeToLive",
     "misspelt-optional-option.json": "tasks[0].options.maxBodyByte: unknown option for pattern "

@@ -132,6 +132,9 @@ class SqlText:
     rule_name: str
     kind: Literal["filter", "action"]
     expression: str
+    on: str = ""
+    """The subscription the rule is on (``weu/orders/Subscriptions/replication``); empty for a
+    pattern's condition, which is on no subscription, and where the caller does not know."""
 
     def problem(self) -> SqlSyntaxError | None:
         """Why Service Bus would reject the expression, or None when it would accept it."""
@@ -148,12 +151,15 @@ class SqlText:
         return dataclasses.replace(self, where=f"{prefix}: {self.where}")
 
 
-def rule_texts(rule: RuleSpec, filter_where: str, action_where: str) -> Iterator[SqlText]:
-    """The SQL filter and action of ``rule``, located at the given places."""
+def rule_texts(
+    rule: RuleSpec, filter_where: str, action_where: str, on: str = ""
+) -> Iterator[SqlText]:
+    """The SQL filter and action of ``rule``, located at the given places, on subscription
+    ``on``."""
     if rule.filter.sql is not None:
-        yield SqlText(filter_where, rule.name, "filter", rule.filter.sql)
+        yield SqlText(filter_where, rule.name, "filter", rule.filter.sql, on)
     if rule.action is not None:
-        yield SqlText(action_where, rule.name, "action", rule.action)
+        yield SqlText(action_where, rule.name, "action", rule.action, on)
 
 
 __all__ = [

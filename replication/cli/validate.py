@@ -33,5 +33,6 @@ def run(args: argparse.Namespace) -> int:
             f"{transform}"
         )
     for rule in sql_texts(topology):
-        print(f"  rule {rule.rule_name} ({rule.where}): {rule.kind} {rule.expression}")
+        what = f"rule {rule.rule_name} on {rule.on}" if rule.on else f"task {rule.rule_name}"
+        print(f"  {what} ({rule.where}): {rule.kind} {rule.expression}")
     return ExitCode.OK

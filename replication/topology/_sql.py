@@ -22,7 +22,8 @@ def sql_texts(topology: Topology) -> Iterator[SqlText]:
             for s, subscription in enumerate(topic.subscriptions):
                 for r, rule in enumerate(subscription.rules):
                     base = f"namespaces[{n}].topics[{t}].subscriptions[{s}].rules[{r}]"
-                    yield from rule_texts(rule, f"{base}.filter.sql", f"{base}.action")
+                    on = f"{namespace.name}/{topic.name}/Subscriptions/{subscription.name}"
+                    yield from rule_texts(rule, f"{base}.filter.sql", f"{base}.action", on)
     # A task split into lanes has one pattern, rule and options for all of them: report once,
     # at the file's task.
     # Heartbeat tasks (added after the file's, see ._heartbeats) are reported at the section.
@@ -31,7 +32,7 @@ def sql_texts(topology: Topology) -> Iterator[SqlText]:
         derived = task.subscription_rule()
         if derived is not None:
             where = "heartbeats" if task.name in generated else f"tasks[{i}].pattern"
-            yield from rule_texts(derived, where, where)
+            yield from rule_texts(derived, where, where, task.spec.source.describe())
         for relative, expression in task.pattern.sql_conditions(task.options):
             yield SqlText(f"tasks[{i}].options.{relative}", task.name, "filter", expression)
 

@@ -71,3 +71,26 @@ def test_every_example_is_linked_from_the_readme_and_every_scenario_has_one() ->
     linked = set(re.findall(r"\]\(examples/([\w.-]+\.json)\)", README))
     assert linked == {path.name for path in EXAMPLES}
     assert {scenario.example for scenario in SCENARIOS} <= linked
+
+
+def test_validate_names_the_subscription_each_rule_is_on_and_the_task_of_each_condition(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from replication.cli import main
+
+    for name in ("two-region-all-active", "routing"):
+        assert main(["validate", "--topology", str(ROOT / "examples" / f"{name}.json")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "(tasks[" in line]
+    assert lines == [
+        "  rule $Default on weu/orders/Subscriptions/replication (tasks[0].pattern): filter "
+        "replication IS NULL",
+        "  rule $Default on weu/orders/Subscriptions/replication (tasks[0].pattern): action "
+        "SET replication = 1",
+        "  rule $Default on neu/orders/Subscriptions/replication (tasks[1].pattern): filter "
+        "replication IS NULL",
+        "  rule $Default on neu/orders/Subscriptions/replication (tasks[1].pattern): action "
+        "SET replication = 1",
+        "  task orders-by-region (tasks[0].options.routes[0].condition): filter region = 'emea'",
+        "  task orders-by-region (tasks[0].options.routes[1].condition): filter region = 'amer'",
+        "  task orders-by-region (tasks[0].options.routes[2].condition): filter kind = 'recall'",
+    ]

@@ -7,12 +7,14 @@ name something the build can reach. Where this library came from decides what th
 1. ``--wheel FILE`` given: the wheel is copied into the app's ``wheels/`` folder.
 2. Installed from a wheel file that still exists (pip records its URL in the distribution's
    ``direct_url.json``, PEP 610): that wheel is copied the same way.
-3. Running from a checkout of the repository: a wheel is built from it into ``wheels/``
-   (``pip wheel --no-deps``).
-4. Installed from a version control URL: the requirement is that URL at the installed commit.
-5. Otherwise (installed from an index): ``azure-messaging-replication[EXTRAS]==VERSION``.
+3. Installed from a local folder (``pip install .`` in a checkout, editable or not: PEP 610's
+   ``dir_info``) that still holds the project: a wheel is built from that folder into
+   ``wheels/`` (``pip wheel --no-deps``). Naming the folder would resolve on this machine only.
+4. Running from a checkout of the repository: a wheel is built from it the same way.
+5. Installed from a version control URL: the requirement is that URL at the installed commit.
+6. Otherwise (installed from an index): ``azure-messaging-replication[EXTRAS]==VERSION``.
 
-For 1-3 the file starts with ``--find-links wheels``: pip reads a ``--find-links`` folder
+For 1-4 the file starts with ``--find-links wheels``: pip reads a ``--find-links`` folder
 relative to the requirements file, locally and in the remote build alike, and still takes the
 dependencies from the index.
 """
@@ -55,7 +57,7 @@ def library_requirement(
 
     Raises:
         ConfigurationError: ``wheel`` is not a wheel of this distribution, or building one from
-            the checkout failed.
+            the project folder or the checkout failed.
     """
     named = f"{DISTRIBUTION}[{','.join(extras)}]" if extras else DISTRIBUTION
     if wheel is not None:
@@ -65,8 +67,13 @@ def library_requirement(
     if installed_from is not None:
         return _vendored(app, named, installed_from, f"copied {installed_from.name}, which pip "
                          "installed this library from")  # fmt: skip
+    folder = _local_folder(direct)
+    if folder is not None:
+        return _vendored(app, named, _build_wheel(app, folder), f"built a wheel from {folder}, "
+                         "which pip installed this library from")  # fmt: skip
     if IN_CHECKOUT:
-        return _vendored(app, named, _build_wheel(app), f"built a wheel from {CHECKOUT_ROOT}")
+        built = _build_wheel(app, CHECKOUT_ROOT)
+        return _vendored(app, named, built, f"built a wheel from {CHECKOUT_ROOT}")
     vcs = _vcs_url(direct)
     if vcs is not None:
         return LibraryRequirement((f"{named} @ {vcs}",), f"installed from {vcs}")
@@ -119,6 +126,17 @@ def _local_wheel(direct: Mapping[str, object] | None) -> Path | None:
     return path if path.is_file() else None
 
 
+def _local_folder(direct: Mapping[str, object] | None) -> Path | None:
+    """The project folder pip installed this library from, while it still holds the project."""
+    if not direct or not isinstance(direct.get("dir_info"), dict):
+        return None
+    parsed = urlparse(str(direct.get("url", "")))
+    if parsed.scheme != "file":
+        return None
+    folder = Path(unquote(parsed.path))
+    return folder if (folder / "pyproject.toml").is_file() else None
+
+
 def _vcs_url(direct: Mapping[str, object] | None) -> str | None:
     if not direct or not isinstance(direct.get("vcs_info"), dict):
         return None
@@ -128,12 +146,12 @@ def _vcs_url(direct: Mapping[str, object] | None) -> str | None:
     return f"{info.get('vcs', 'git')}+{direct['url']}" + (f"@{commit}" if commit else "")
 
 
-def _build_wheel(app: Path) -> Path:
+def _build_wheel(app: Path, project: Path) -> Path:
     folder = app / WHEELS
     folder.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder),
-         str(CHECKOUT_ROOT)],
+         str(project)],
         capture_output=True,
         text=True,
         check=False,
@@ -141,7 +159,7 @@ def _build_wheel(app: Path) -> Path:
     built = sorted(folder.glob(f"{DISTRIBUTION.replace('-', '_')}-{__version__}-*.whl"))
     if result.returncode != 0 or not built:
         tail = result.stderr.strip().splitlines()[-1:] or ["no wheel was written"]
-        raise ConfigurationError(f"building a wheel from {CHECKOUT_ROOT} failed: {tail[0]}")
+        raise ConfigurationError(f"building a wheel from {project} failed: {tail[0]}")
     return built[-1]
 
 

@@ -15,7 +15,12 @@ from replication import __version__
 from replication.exceptions import ConfigurationError
 from replication.layout import INFRA
 from replication.scaffold import create_app, example_names
-from replication.scaffold._requirement import _checked_wheel, _local_wheel, _vcs_url
+from replication.scaffold._requirement import (
+    _checked_wheel,
+    _local_folder,
+    _local_wheel,
+    _vcs_url,
+)
 
 
 def test_a_vcs_install_is_named_by_its_url_at_the_installed_commit() -> None:
@@ -37,6 +42,19 @@ def test_a_wheel_install_is_found_only_while_the_file_exists(tmp_path: Path) -> 
     wheel.write_bytes(b"")
     assert _local_wheel(direct) == wheel
     assert _local_wheel({"url": "https://example.invalid/x.whl"}) is None
+
+
+def test_a_folder_install_is_found_only_while_it_holds_the_project(tmp_path: Path) -> None:
+    """``pip install .`` (or ``-e .``) records the folder: ``init`` builds a wheel from it,
+    since a requirement naming the folder would resolve on this machine only."""
+    direct = {"url": tmp_path.as_uri(), "dir_info": {}}
+    assert _local_folder(direct) is None
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    assert _local_folder(direct) == tmp_path
+    assert _local_folder({"url": tmp_path.as_uri(), "dir_info": {"editable": True}}) == tmp_path
+    assert _local_folder({"url": tmp_path.as_uri(), "archive_info": {}}) is None
+    assert _local_folder({"url": "https://example.invalid/project", "dir_info": {}}) is None
+    assert _local_folder(None) is None
 
 
 @pytest.mark.parametrize(

@@ -124,11 +124,15 @@ class StreamStats:
 
 
 def _stream_region(spark: SparkSession, region: str, path: str, fmt: str) -> DataFrame:
+    """A region's folder as a file stream, subfolders included: a capture task writes hourly
+    folders (``yyyy/MM/dd/HH/``), and the batch audit, which already checked those files, lists
+    the folder the same way. One file per micro-batch, oldest first."""
+    reader = spark.readStream.option("maxFilesPerTrigger", 1).option("recursiveFileLookup", "true")
     if fmt == "json":
-        stream = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(path)
+        stream = reader.schema(INPUT_SCHEMA).json(path)
     elif fmt == "parquet":
-        schema = spark.read.parquet(path).schema
-        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
+        schema = spark.read.option("recursiveFileLookup", "true").parquet(path).schema
+        stream = reader.schema(schema).parquet(path)
     else:
         raise InputError("--streaming reads json or parquet inputs; use batch mode for capture")
     return normalize(stream, region)

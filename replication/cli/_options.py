@@ -58,16 +58,19 @@ def non_negative_seconds(text: str) -> float:
     return value
 
 
-def add_topology_option(parser: argparse.ArgumentParser) -> None:
-    """``--topology FILE`` with the setting/default fallback every command shares, and
-    ``--transforms MODULE:NAME``, the :class:`~replication.transforms.Transforms` registry of an
-    app whose topology names transforms registered in code (the one its ``function_app.py``
-    passes to ``build_app``)."""
+def add_topology_option(parser: argparse.ArgumentParser, *, transforms: bool = True) -> None:
+    """``--topology FILE`` with the setting/default fallback every command shares, and (unless
+    ``transforms`` is false: a command that never loads the app's code) ``--transforms
+    MODULE:NAME``, the :class:`~replication.transforms.Transforms` registry of an app whose
+    topology names transforms registered in code (the one its ``function_app.py`` passes to
+    ``build_app``)."""
     parser.add_argument(
         "--topology",
         default=Settings.from_environ().topology,
         help=f"topology file (default: ${TOPOLOGY_SETTING} or {DEFAULT_TOPOLOGY_PATH})",
     )
+    if not transforms:
+        return
     parser.add_argument(
         "--transforms",
         metavar="MODULE:NAME",

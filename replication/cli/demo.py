@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from replication.envelope import Envelope
-from replication.exceptions import ReplicationError
+from replication.exceptions import ConfigurationError, ReplicationError
 from replication.exit_codes import ExitCode
 from replication.hosts.local import LocalHost
 from replication.layout import child_environment
@@ -53,10 +53,10 @@ from replication.showcase import (
     run_showcase,
     verdict_lines,
 )
-from replication.topology import Topology, capture_everywhere, capture_sources, load_topology
+from replication.topology import Topology, capture_everywhere, capture_sources
 from replication.transport.senders import SenderFactory
 
-from ._options import positive_int, positive_seconds
+from ._options import positive_int, positive_seconds, topology_of
 
 
 def _publish(topology: Topology, settings: Settings, count: int) -> int:
@@ -106,7 +106,7 @@ def _print_verdict(report: dict[str, Any], published: int, output: Path) -> int:
 
 
 def _run_topology(args: argparse.Namespace) -> int:
-    topology = capture_everywhere(load_topology(args.topology), DEMO_CAPTURE, args.topology)
+    topology = capture_everywhere(topology_of(args), DEMO_CAPTURE, args.topology)
     output = Path(args.output)
     folders = capture_folders(topology, output)
     if not folders:
@@ -129,6 +129,10 @@ def _run_topology(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.topology is not None:
         return _run_topology(args)
+    if args.transforms is not None:
+        raise ConfigurationError(
+            "--transforms needs --topology: the showcase registers its own", source="arguments"
+        )
     return run_showcase(
         only=args.only,
         output=Path(args.output),
@@ -148,6 +152,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--only",
         metavar="NAME",
         help="run one scenario of the showcase: " + ", ".join(s.name for s in SCENARIOS),
+    )
+    parser.add_argument(
+        "--transforms",
+        metavar="MODULE:NAME",
+        help="with --topology: the Transforms registry the topology's registered transform "
+        "names come from, as for run (an app made by init: app_transforms:transforms)",
     )
     parser.add_argument("--output", default="demo-output", help="capture and report folder")
     parser.add_argument(

@@ -1,18 +1,20 @@
 """``python -m replication drill --topology FILE [--planned|--forced|--hang WHAT]
-[--call-timeout SECONDS] [--json]``: a failover drill (``--hang primary`` or ``--hang store``).
+[--transforms MODULE:NAME] [--call-timeout SECONDS] [--json]``: a failover drill.
 
 Runs :func:`replication.drill.run_drill` on this machine (one emulator process per namespace,
-Azurite from ``node_modules``, the replicator, two sample applications written with
-:mod:`replication.failover`) and prints, for the failover and the failback separately and per
-application: published, consumed, lost (each named), RTO (longest time without a successful
-publish, and without a processed message), duplicates the application saw with the skip helper
-and without it, and the switch time per client. ``--hang primary`` freezes the primaries
-(SIGSTOP) instead of killing them, ``--hang store`` freezes the binding store for a while (see
-:mod:`replication.drill._drill`); both then also print each switch command's duration and the
-longest ``receive`` of the Service Bus consumer per phase. ``--json`` prints the same as one
-JSON object. Progress lines go to stderr. ``--call-timeout`` is the deadline of every client's
-and switch command's network call (5 s, :class:`~replication.drill.DrillSettings`); raise it
-on a machine so loaded that an emulator can take longer to answer.
+Azurite (:func:`~replication.drill._processes.azurite_command`: ``$REPLICATION_AZURITE``,
+``node_modules`` or ``PATH``), the replicator (``replication run``, with ``--transforms`` when
+given), two sample applications written with :mod:`replication.failover`) and prints, for the
+failover and the failback separately and per application: published, consumed, lost (each
+named), RTO (longest time without a successful publish, and without a processed message),
+duplicates the application saw with the skip helper and without it, the longest ``receive`` of
+the Service Bus consumer, and the switch time per client; then each switch command's output and
+duration. ``--hang primary`` freezes the primaries (SIGSTOP) instead of killing them, ``--hang
+store`` freezes the binding store for a while (see :mod:`replication.drill._drill`).
+``--json`` prints the same as one JSON object. Progress lines go to stderr.
+``--call-timeout`` is the deadline of every client's and switch command's network call (5 s,
+:class:`~replication.drill.DrillSettings`); raise it on a machine so loaded that an emulator
+can take longer to answer.
 
 Exit codes: ``OK``; ``FINDINGS`` (1) when a planned drill lost a message, a switch command
 failed, or a message is still missing at the end; ``CONFIGURATION`` (2) for a topology the drill
@@ -30,9 +32,8 @@ from pathlib import Path
 from replication.drill import DrillReport, DrillSettings, Hang, run_drill
 from replication.drill._processes import DrillSetupError
 from replication.exit_codes import ExitCode
-from replication.topology import load_topology
 
-from ._options import add_call_timeout_option, add_topology_option
+from ._options import add_call_timeout_option, add_topology_option, topology_of
 
 COLUMNS = (
     ("published", "published"),
@@ -64,7 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = topology_of(args)  # as its replicator's run loads it, --transforms included
     settings = DrillSettings(call_timeout=timedelta(seconds=args.call_timeout))
     try:
         report = run_drill(
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             hang=Hang(args.hang) if args.hang else None,
             settings=settings,
             progress=sys.stderr,
+            transforms=args.transforms,
         )
     except DrillSetupError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -93,15 +95,19 @@ def render(report: DrillReport) -> str:
         lines.append(
             f"  {kind}: {pick.app} on {pick.entity}{reads}, {pick.primary} -> {pick.secondary}"
         )
-    header = f"  {'phase':9} {'application':12}" + "".join(f"{name:>17}" for name, _ in COLUMNS)
-    lines += ["", header + f"{'switch publisher/consumer s':>30}"]
+    # Each column one space wider than its widest header ("longest receive s"), so that no two
+    # headers run together; the switch durations last, left-aligned under theirs.
+    width = max(len(name) for name, _ in COLUMNS) + 1
+    names = "".join(f"{name:>{width}}" for name, _ in COLUMNS)
+    header = f"  {'phase':9} {'application':12}{names}"
+    lines += ["", header + "  switch publisher / consumer s"]
     for phase, figures in (("failover", report.failover), ("failback", report.failback)):
         for kind, numbers in figures.items():
             values = numbers.as_json()
-            cells = "".join(f"{values[key]!s:>17}" for _, key in COLUMNS)
+            cells = "".join(f"{values[key]!s:>{width}}" for _, key in COLUMNS)
             switch = numbers.switch_seconds
             lines.append(
-                f"  {phase:9} {kind:12}{cells}{switch['publisher']!s:>20} / {switch['consumer']!s}"
+                f"  {phase:9} {kind:12}{cells}  {switch['publisher']!s} / {switch['consumer']!s}"
             )
             if numbers.lost_messages:
                 shown = ", ".join(numbers.lost_messages[:20])

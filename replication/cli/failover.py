@@ -52,7 +52,7 @@ from ._options import (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_topology_option(parser)
+    add_topology_option(parser, transforms=False)
     add_call_timeout_option(parser)
     parser.add_argument("--app", required=True, help="the application whose clients move")
     parser.add_argument("--instance", help="move only this instance of the application")
@@ -77,7 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topology = load_topology(args.topology)
+    topology = load_topology(args.topology, user_code=False)  # entities only, no app code
     read_local_settings(args.topology, topology.connections)
     environ = dict(os.environ)
     check_connections(

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_topology_option(parser)
+    add_topology_option(parser, transforms=False)
     parser.add_argument(
         "--bicep-root",
         metavar="DIR",

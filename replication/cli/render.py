@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="what to render: an emulator config, a provisioning script of az commands, the "
         "parameters of infra/main.bicep, or the app settings",
     )
-    add_topology_option(parser)
+    add_topology_option(parser, transforms=False)
     parser.add_argument("--output", help="file to write (default: standard output)")
     parser.add_argument(
         "--official", metavar="DIR", help="emulator-config: one file per namespace for Docker"

@@ -52,7 +52,7 @@ from ._options import add_call_timeout_option, add_topology_option, positive_int
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_topology_option(parser)
+    add_topology_option(parser, transforms=False)
     add_call_timeout_option(parser)
     parser.add_argument(
         "--cap",

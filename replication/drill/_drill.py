@@ -248,14 +248,18 @@ def run_drill(
     settings: DrillSettings = DrillSettings(),
     workdir: Path | None = None,
     progress: Any = None,
+    transforms: str | None = None,
 ) -> DrillReport:
     """Run the drill (see the module docstring) on processes of its own and return its report;
     ``progress`` (a text stream) gets one line per step. ``hang`` makes it a hang drill
-    (forced)."""
+    (forced). ``transforms`` (``MODULE:NAME``) is the registry the replicator's ``run`` loads for
+    transforms registered in code."""
     picks = pick_applications(topology)
     with contextlib.ExitStack() as stack:
         directory = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        site = stack.enter_context(drill_site(topology_path, topology, directory, progress))
+        site = stack.enter_context(
+            drill_site(topology_path, topology, directory, progress, transforms)
+        )
         return drill(topology, site, picks, forced=forced, hang=hang, settings=settings)
 
 

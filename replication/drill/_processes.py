@@ -262,12 +262,16 @@ def await_output(
 
 @contextlib.contextmanager
 def replicator(
-    topology_path: Path, environ: Mapping[str, str], log: Path
+    topology_path: Path, environ: Mapping[str, str], log: Path, transforms: str | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """``python -m replication run`` against the drill's namespaces until the block exits."""
+    """``python -m replication run`` against the drill's namespaces until the block exits
+    (``transforms``: its ``--transforms MODULE:NAME``, for transforms registered in code)."""
+    command = [sys.executable, "-m", "replication", "run", "--topology", str(topology_path)]
+    if transforms:
+        command += ["--transforms", transforms]
     with log.open("ab") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "replication", "run", "--topology", str(topology_path)],
+            command,
             env={**os.environ, **environ, **child_environment()},
             stdout=output,
             stderr=output,
@@ -326,10 +330,14 @@ class ProcessSite:
 
 @contextlib.contextmanager
 def drill_site(
-    topology_path: Path, topology: Topology, workdir: Path, progress: TextIO | None
+    topology_path: Path,
+    topology: Topology,
+    workdir: Path,
+    progress: TextIO | None,
+    transforms: str | None = None,
 ) -> Iterator[ProcessSite]:
     """One emulator process per namespace of ``topology``, Azurite and the replicator of
-    ``topology_path``, until the block exits."""
+    ``topology_path`` (with ``--transforms transforms`` when given), until the block exits."""
     with contextlib.ExitStack() as stack:
         nodes = namespace_processes(topology, workdir)
         for node in nodes.values():
@@ -342,7 +350,8 @@ def drill_site(
             "AzureWebJobsStorage": storage,
             "REPLICATION_FAILOVER_STORAGE": storage,
         }
-        stack.enter_context(replicator(topology_path, environ, workdir / "replicator.log"))
+        log = workdir / "replicator.log"
+        stack.enter_context(replicator(topology_path, environ, log, transforms))
         site = ProcessSite(nodes, environ, progress, store)
         site.say(f"{len(nodes)} namespaces, Azurite and the replicator started")
         yield site

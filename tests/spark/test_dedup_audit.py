@@ -407,6 +407,27 @@ def test_streaming_counts_a_copy_outside_the_watermark_as_late(spark: Any, tmp_p
     assert again["streaming"]["dropped_by_watermark"] == report["streaming"]["dropped_by_watermark"]
 
 
+def test_streaming_reads_the_hourly_folders_a_capture_task_writes(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``{region}/yyyy/MM/dd/HH/*.jsonl``, as the capture tasks write it (the demo's audit
+    input): the stream reads the subfolders, as the batch audit does."""
+    inputs = []
+    for region, records in {"weu": [record("a", 0), record("b", 1)],
+                            "neu": [replica("a", 2, "weu", "neu")]}.items():  # fmt: skip
+        hour = tmp_path / "capture" / region / "2024" / "05" / "01" / "12"
+        hour.mkdir(parents=True)
+        (hour / "batch-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        inputs += ["--input", f"{region}={tmp_path / 'capture' / region}"]
+    out = tmp_path / "out"
+    assert main([*inputs, "--output", str(out), "--streaming", "--expect", "weu:neu"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["total_records"] == 3
+    assert report["streaming"]["micro_batches"] == 2
+    unique = sorted(r["message_id"] for r in spark.read.parquet(str(out / "unique")).collect())
+    assert unique == ["a", "b"]
+
+
 def test_a_bad_input_path_is_a_clear_error(spark: Any, tmp_path: Path, caplog: Any) -> None:
     code = main(["--input", f"x={tmp_path / 'absent'}", "--output", str(tmp_path / "out")])
     assert code == 2

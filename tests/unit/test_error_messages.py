@@ -248,3 +248,14 @@ def test_a_topology_file_that_is_not_there_says_how_to_get_one(
     path: the examples are inside the package, and ``init`` copies them out."""
     monkeypatch.chdir(tmp_path)
     assert _validate(Path("examples") / name, capsys) == (ExitCode.CONFIGURATION, line)
+
+
+def test_demo_takes_transforms_only_for_a_topology_of_its_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``demo --topology FILE --transforms MODULE:NAME`` loads an app's registered transforms as
+    ``run`` does; the showcase registers its own, so there the option would mean nothing."""
+    assert main(["demo", "--transforms", "app_transforms:transforms"]) == ExitCode.CONFIGURATION
+    assert capsys.readouterr().err == (
+        "error: arguments: --transforms needs --topology: the showcase registers its own\n"
+    )

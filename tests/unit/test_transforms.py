@@ -277,7 +277,8 @@ def test_validators_that_cannot_compile_fail_loading(options: dict[str, Any], sa
 def test_the_cli_loads_a_registry_named_by_transforms(
     tmp_path: Path, monkeypatch: Any, capsys: Any
 ) -> None:
-    """``--transforms module:name`` gives every command the app's registered transforms."""
+    """``--transforms module:name`` gives every command that loads the app's code its
+    registered transforms."""
     from replication.cli import main
 
     (tmp_path / "app_transforms.py").write_text(

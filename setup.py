@@ -29,7 +29,7 @@ MAPPED = {
 DATA_ONLY = {
     "replication.scaffold.template": ["*"],
     "replication.examples": ["*.json"],
-    "replication.infra": ["*.bicep", "workbook.json"],
+    "replication.infra": ["*.bicep", "workbook.json", "README.md"],
     "replication.infra.modules": ["*.bicep"],
     "replication.infra.scripts": ["*.sh"],
     "replication.audit.jobs": ["*.json"],

@@ -25,9 +25,12 @@ from .all_active import LOOP_PREVENTION_ACTION, loop_prevention_rule
 
 
 class ActivePassiveOptions(PatternOptions):
-    """``replicaTimeToLive``: ISO-8601 duration (``PT2M``) or seconds; must be positive."""
+    """The standby's replicas live at most ``replicaTimeToLive``."""
 
-    replica_time_to_live: Duration = Field(gt=timedelta(0))
+    # The bound is given with the field, not in Annotated, for pydantic's message ("greater than
+    # 0 seconds"); pydantic then leaves it out of the JSON Schema, so json_schema_extra writes
+    # it there as pydantic writes the other durations' bounds.
+    replica_time_to_live: Duration = Field(gt=timedelta(0), json_schema_extra={"gt": "PT0S"})
     """how long the standby keeps a replica (about twice the failover window)"""
 
 

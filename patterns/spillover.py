@@ -24,7 +24,7 @@ from .active_passive import capped_time_to_live
 
 
 class SpilloverOptions(PatternOptions):
-    """``replicaTimeToLive``: optional positive duration for the spilled copies."""
+    """The spilled copies live at most ``replicaTimeToLive`` when it is given."""
 
     replica_time_to_live: Duration | None = Field(default=None, gt=timedelta(0))
     """how long the healthy region keeps a spilled copy (none: the message's own TTL)"""

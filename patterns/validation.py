@@ -54,7 +54,15 @@ VALIDATION_FAILED = "ValidationFailed"
 
 
 class ValidationOptions(PatternOptions):
-    """See the module docstring for the meaning of each option."""
+    """The checks a message must pass to be replicated, and the properties its replica loses
+    or gets. A message that fails a check is parked as ``ValidationFailed``, or skipped with
+    ``onInvalid: "skip"``. A task's transform runs first: the checks judge the replica it
+    returns. ``replication validate``, ``replication run`` and the Function app refuse a
+    condition that does not parse, an invalid ``bodySchema`` or a ``bodyModel`` that does not
+    import, naming the option's JSON path."""
+
+    # The schema and the reference page publish the docstring above; the module docstring
+    # says how each option is compiled or imported.
 
     condition: str | None = None
     """a Service Bus SQL filter a message must meet"""

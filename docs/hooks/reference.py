@@ -87,8 +87,19 @@ def _ref_name(node: dict[str, Any]) -> str | None:
     return ref.rpartition("/")[2] if isinstance(ref, str) else None
 
 
+def _duration_text(node: dict[str, Any]) -> str | None:
+    """The text branch's description of a duration node, bounds included (None: the node is
+    not a duration). The schema writes a duration as ISO-8601 text or a number of seconds and
+    keeps the field's own description on the node."""
+    for option in node.get("anyOf", []):
+        text = str(option.get("description", ""))
+        if option.get("type") == "string" and text.startswith("an ISO-8601 duration"):
+            return text
+    return None
+
+
 def _is_duration(node: dict[str, Any]) -> bool:
-    return str(node.get("description", "")).startswith("an ISO-8601 duration")
+    return _duration_text(node) is not None
 
 
 def _type(node: dict[str, Any], defs: dict[str, Any]) -> str:
@@ -121,8 +132,9 @@ def _type(node: dict[str, Any], defs: dict[str, Any]) -> str:
 def _constraints(node: dict[str, Any]) -> str:
     """The node's constraints in words (its anyOf branches' too)."""
     words = []
-    if _is_duration(node):
-        found = re.search(r"\(([^)]*)\)$", node["description"])
+    duration = _duration_text(node)
+    if duration is not None:
+        found = re.search(r"\(([^)]*)\)$", duration)
         return found.group(1) if found else ""
     for option in node.get("anyOf", []):
         if option.get("type") != "null" and "$ref" not in option:

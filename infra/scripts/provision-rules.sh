@@ -9,6 +9,11 @@ cd "$(dirname "$0")/../.."
 DRY_RUN=()
 if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=(--dry-run); shift; fi
 TOPOLOGY="${1:-${REPLICATION_TOPOLOGY:-topology.json}}"
+# Checked here, before rendering: the rendered script's own check names its temporary file.
+if [ -z "${RESOURCE_GROUP:-}" ]; then
+    echo "error: set RESOURCE_GROUP to the resource group to provision into" >&2
+    exit 2
+fi
 PYTHON=python3
 [ -x .venv/bin/python ] && PYTHON=.venv/bin/python
 script=$(mktemp)

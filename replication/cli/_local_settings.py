@@ -11,15 +11,23 @@ without exporting anything.
 Only the settings of the topology's ``connection`` prefixes are read (``SB_WEU`` and
 ``SB_WEU__...``): the file's other values configure the Function app under ``func start``
 (``AzureWebJobsStorage`` names Azurite, which these commands would then need for Event Hubs
-checkpoints and failover bindings), and they change these commands only when exported. A
-variable already set in the environment wins: the file holds this machine's defaults, an
-exported variable is a deliberate override (and what a deployment or CI sets).
+checkpoints and failover bindings), and they change these commands only when exported. The
+environment wins, per namespace: where it sets any setting of a prefix (``SB_WEU`` or
+``SB_WEU__fullyQualifiedNamespace``), that namespace's connection is the environment's alone,
+since the file's connection string would otherwise beat an exported Entra ID setting. The file
+holds this machine's defaults; an exported variable is a deliberate override (and what a
+deployment or CI sets).
+
+Each command says on standard error which settings it took from the file: the emulator writes
+new ports there on every start, and a file left from a local run would otherwise point a
+``status`` of the real namespaces at a stopped emulator without a word.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterable, MutableMapping
 from pathlib import Path
 
@@ -32,20 +40,20 @@ def read_local_settings(
     topology: str | os.PathLike[str],
     connections: Iterable[str],
     environ: MutableMapping[str, str] | None = None,
-) -> Path | None:
+) -> tuple[str, ...]:
     """Add the settings of the ``connections`` prefixes (each prefix itself and ``PREFIX__...``)
     from the ``Values`` of ``local.settings.json`` in ``topology``'s folder to ``environ``
-    (default: the process environment) where it has no value yet (unset or empty, which
-    :class:`~replication.settings.Settings` reads as unset too); returns the file read, or
-    ``None`` when there is none.
+    (default: the process environment), for each prefix of which ``environ`` sets nothing (an
+    empty value counts as unset, as :class:`~replication.settings.Settings` reads it); returns
+    the names it added (none without the file).
 
     Raises:
         ConfigurationError: the file is not JSON, or ``Values`` is not an object of strings
             (naming the file and the JSON path).
     """
-    path = Path(topology).parent / LOCAL_SETTINGS_NAME
+    path = local_settings_path(topology)
     if not path.is_file():
-        return None
+        return ()
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
@@ -54,11 +62,16 @@ def read_local_settings(
             source=str(path),
         ) from None
     values = document.get("Values", {}) if isinstance(document, dict) else None
+    added: list[str] = []
     if not isinstance(values, dict):
         location = "$.Values" if isinstance(document, dict) else "$"
         raise ConfigurationError("must be an object", source=str(path), location=location)
     target = os.environ if environ is None else environ
-    prefixes = tuple(connections)
+    prefixes = [
+        prefix
+        for prefix in connections
+        if not any(v for k, v in target.items() if k == prefix or k.startswith(f"{prefix}__"))
+    ]
     for name, value in values.items():
         if not isinstance(value, str):
             raise ConfigurationError(
@@ -66,10 +79,33 @@ def read_local_settings(
                 source=str(path),
                 location=f"$.Values.{name}",
             )
-        ours = name in prefixes or name.startswith(tuple(f"{p}__" for p in prefixes))
-        if ours and not target.get(name):
+        if name in prefixes or name.startswith(tuple(f"{p}__" for p in prefixes)):
             target[name] = value
-    return path
+            added.append(name)
+    return tuple(added)
 
 
-__all__ = ["LOCAL_SETTINGS_NAME", "read_local_settings"]
+def local_settings_path(topology: str | os.PathLike[str]) -> Path:
+    """The ``local.settings.json`` beside ``topology``."""
+    return Path(topology).parent / LOCAL_SETTINGS_NAME
+
+
+def apply_local_settings(topology: str | os.PathLike[str], connections: Iterable[str]) -> None:
+    """:func:`read_local_settings` into the process environment, and one ``note:`` line on
+    standard error naming what it took from the file."""
+    added = read_local_settings(topology, connections)
+    if added:
+        print(
+            f"note: {', '.join(added)} from {local_settings_path(topology)} (not set in the "
+            "environment)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+__all__ = [
+    "LOCAL_SETTINGS_NAME",
+    "apply_local_settings",
+    "local_settings_path",
+    "read_local_settings",
+]

@@ -42,7 +42,7 @@ from replication.topology import load_topology
 from replication.transport.failover import failover_store_from_settings
 
 from ._connections import check_connections
-from ._local_settings import read_local_settings
+from ._local_settings import apply_local_settings
 from ._options import (
     add_call_timeout_option,
     add_topology_option,
@@ -78,7 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology, user_code=False)  # entities only, no app code
-    read_local_settings(args.topology, topology.connections)
+    apply_local_settings(args.topology, topology.connections)
     environ = dict(os.environ)
     check_connections(
         topology.namespaces, Settings.from_environ(environ, connections=topology.connections)

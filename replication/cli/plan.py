@@ -34,6 +34,7 @@ from replication.runtime import MemoryTarget, TargetSender, TaskRunner
 from replication.topology import Topology
 
 from ._options import add_topology_option, positive_int, topology_of
+from ._text import counted
 
 Entity = tuple[str, str]
 
@@ -142,15 +143,10 @@ def walk(topology: Topology, messages: int = 1) -> int:
     duplicates = {m: p for m, p in deliveries.items() if len(p) != len(set(p))}
     copies = sum(map(len, deliveries.values()))
     print(
-        f"\n{_counted(len(deliveries), 'message', 'messages')}, "
-        f"{_counted(copies, 'copy', 'copies')}, {len(duplicates)} delivered twice to one entity"
+        f"\n{counted(len(deliveries), 'message', 'messages')}, "
+        f"{counted(copies, 'copy', 'copies')}, {len(duplicates)} delivered twice to one entity"
     )
     return ExitCode.OK
-
-
-def _counted(count: int, one: str, many: str) -> str:
-    """``count`` and its noun, singular for exactly one ("1 message", "2 copies")."""
-    return f"{count} {one if count == 1 else many}"
 
 
 def _print_decision(task: str, decision: Any) -> None:

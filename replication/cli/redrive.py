@@ -37,7 +37,7 @@ from replication.operations import (
 from replication.properties import format_timestamp
 from replication.topology import NamespaceKind, Topology
 
-from ._local_settings import read_local_settings
+from ._local_settings import apply_local_settings
 from ._options import add_topology_option, positive_int, topology_of
 
 
@@ -72,7 +72,7 @@ def _origin(topology: Topology, args: argparse.Namespace, name: str) -> RedriveO
 
 def run(args: argparse.Namespace) -> int:
     topology = topology_of(args)
-    read_local_settings(args.topology, topology.connections)
+    apply_local_settings(args.topology, topology.connections)
     try:
         # A task of the file that runs as one lane per target is redriven lane by lane.
         names = [lane.name for lane in topology.lanes(args.task)]

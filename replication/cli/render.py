@@ -47,7 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deployed-topology",
         default="topology.json",
-        help="path of the topology file in the deployed Function app",
+        help="bicep-params, app-settings: the app setting REPLICATION_TOPOLOGY, the topology "
+        "file's path in the deployed Function app (default: topology.json; the preprovision "
+        "hook passes $REPLICATION_TOPOLOGY)",
     )
     parser.add_argument(
         "--identity-client-id",

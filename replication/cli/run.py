@@ -20,8 +20,9 @@ from replication.settings import Settings
 from replication.telemetry import configure_local_telemetry
 
 from ._connections import check_connections
-from ._local_settings import read_local_settings
+from ._local_settings import apply_local_settings
 from ._options import add_topology_option, positive_seconds, topology_of
+from ._text import counted
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = topology_of(args)
-    read_local_settings(args.topology, topology.connections)
+    apply_local_settings(args.topology, topology.connections)
     # Metrics and traces go to OTLP or the console when the settings ask for it (see
     # replication/telemetry/_setup.py); by default nothing is exported.
     configure_local_telemetry(Settings.from_environ())
@@ -61,8 +62,9 @@ def run(args: argparse.Namespace) -> int:
             interrupted = True
     for name, status in host.status.items():
         line = (
-            f"  {name}: {status.messages} messages in {status.batches} batches, "
-            f"{status.parked} parked, {status.failures} failures"
+            f"  {name}: {counted(status.messages, 'message', 'messages')} in "
+            f"{counted(status.batches, 'batch', 'batches')}, {status.parked} parked, "
+            f"{counted(status.failures, 'failure', 'failures')}"
         )
         if status.failing:
             line += f"; FAILING: {status.last_error}"

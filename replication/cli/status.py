@@ -47,7 +47,7 @@ from replication.settings import Settings
 from replication.transport.failover import failover_store_from_settings
 
 from ._connections import check_connections
-from ._local_settings import read_local_settings
+from ._local_settings import apply_local_settings
 from ._options import add_call_timeout_option, add_topology_option, positive_int, topology_of
 
 
@@ -65,7 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = topology_of(args, user_code=False)  # entities only, no app code
-    read_local_settings(args.topology, topology.connections)
+    apply_local_settings(args.topology, topology.connections)
     settings = Settings.from_environ(connections=topology.connections)
     check_connections(topology.namespaces, settings)
     report = read_status(topology, settings, cap=args.cap, call_timeout=args.call_timeout)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from replication import __version__
 from replication.exceptions import ConfigurationError
+from replication.extras import DISTRIBUTION
 from replication.layout import EXAMPLES, INFRA
 from replication.topology import topology_schema_text
 
@@ -39,7 +40,8 @@ from ._requirement import WHEELS, LibraryRequirement, library_requirement
 DEFAULT_EXAMPLE = "two-region-all-active"
 APP_EXTRAS = ("monitor",)
 """The extras every app installs: the Bicep always configures Application Insights."""
-_INFRA_FILES = ("main.bicep", "workbook.json", "modules/*.bicep", "scripts/*.sh")
+_INFRA_FILES = ("main.bicep", "workbook.json", "README.md", "modules/*.bicep", "scripts/*.sh")
+"""What ``infra/`` of an app holds: the templates, their scripts and the README they cite."""
 _TEMPLATES = {
     "function_app.py.in": "function_app.py",
     "app_transforms.py.in": "app_transforms.py",
@@ -85,7 +87,26 @@ def create_app(
         )
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ConfigurationError(f"{folder} exists and is not an empty folder: nothing written")
+    existed = folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
+    try:
+        return _write_app(folder, example, wheel)
+    except BaseException:
+        # Whatever stopped it (a wheel that is not this library's, a build that failed), the
+        # folder is left as it was: a second ``init`` into it must not find it "not empty".
+        if not existed:
+            shutil.rmtree(folder)
+            raise
+        for child in folder.iterdir():
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        raise
+
+
+def _write_app(folder: Path, example: str, wheel: Path | None) -> CreatedApp:
+    """Write every file of the app into the empty ``folder``."""
     written: list[str] = []
 
     def write(name: str, text: str) -> None:
@@ -120,9 +141,13 @@ def create_app(
         "local.settings.json",
         json.dumps({"IsEncrypted": False, "Values": values}, indent=2) + "\n",
     )
-    wheel_note = f" (vendored in `{WHEELS}/`)" if (folder / WHEELS).is_dir() else ""
+    vendored = (folder / WHEELS).is_dir()
+    wheel_note = f" (vendored in `{WHEELS}/`)" if vendored else ""
+    # A vendored library is not on the package index: pip finds it beside the app.
+    local = f"'{DISTRIBUTION}[local]=={__version__}'"
+    local_install = f"--find-links {WHEELS} {local}" if vendored else local
     fields = {"name": folder.resolve().name, "version": __version__, "example": example,
-              "wheel_note": wheel_note}  # fmt: skip
+              "wheel_note": wheel_note, "local_install": local_install}  # fmt: skip
     templates = resources.files(__package__) / "template"
     for template, name in _TEMPLATES.items():
         text = (templates / template).read_text(encoding="utf-8")

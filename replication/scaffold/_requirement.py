@@ -5,8 +5,10 @@ The remote build installs ``requirements.txt`` from the package index, so the re
 name something the build can reach. Where this library came from decides what that is:
 
 1. ``--wheel FILE`` given: the wheel is copied into the app's ``wheels/`` folder.
-2. Installed from a wheel file that still exists (pip records its URL in the distribution's
-   ``direct_url.json``, PEP 610): that wheel is copied the same way.
+2. Installed from a wheel file (pip records its URL in the distribution's ``direct_url.json``,
+   PEP 610): that wheel is copied the same way. When the file is gone, ``init`` stops and asks
+   for ``--wheel``: naming the package index instead would fail where the index does not hold
+   this version.
 3. Installed from a local folder (``pip install .`` in a checkout, editable or not: PEP 610's
    ``dir_info``) that still holds the project: a wheel is built from that folder into
    ``wheels/`` (``pip wheel --no-deps``). Naming the folder would resolve on this machine only.
@@ -46,7 +48,8 @@ class LibraryRequirement:
 
     lines: tuple[str, ...]
     origin: str
-    """One line for the person who ran ``init``: what was done to make it resolvable."""
+    """One sentence for the person who ran ``init`` (and the file's comment): what was done to
+    make it resolvable."""
 
 
 def library_requirement(
@@ -61,34 +64,35 @@ def library_requirement(
     """
     named = f"{DISTRIBUTION}[{','.join(extras)}]" if extras else DISTRIBUTION
     if wheel is not None:
-        return _vendored(app, named, _checked_wheel(wheel), "copied the wheel given by --wheel")
+        return _vendored(app, named, _checked_wheel(wheel), "the wheel given by --wheel")
     direct = _direct_url()
     installed_from = _local_wheel(direct)
     if installed_from is not None:
-        return _vendored(app, named, installed_from, f"copied {installed_from.name}, which pip "
+        return _vendored(app, named, installed_from, f"{installed_from.name}, the wheel pip "
                          "installed this library from")  # fmt: skip
     folder = _local_folder(direct)
     if folder is not None:
-        return _vendored(app, named, _build_wheel(app, folder), f"built a wheel from {folder}, "
-                         "which pip installed this library from")  # fmt: skip
+        return _vendored(app, named, _build_wheel(app, folder), f"a wheel built from {folder}, "
+                         "the folder pip installed this library from")  # fmt: skip
     if IN_CHECKOUT:
         built = _build_wheel(app, CHECKOUT_ROOT)
-        return _vendored(app, named, built, f"built a wheel from {CHECKOUT_ROOT}")
+        return _vendored(app, named, built, f"a wheel built from the checkout {CHECKOUT_ROOT}")
     vcs = _vcs_url(direct)
     if vcs is not None:
-        return LibraryRequirement((f"{named} @ {vcs}",), f"installed from {vcs}")
+        return LibraryRequirement((f"{named} @ {vcs}",), f"The library from {vcs}, as pip "
+                                  "installed it")  # fmt: skip
     return LibraryRequirement(
-        (f"{named}=={__version__}",), "from the package index, as this library was installed"
+        (f"{named}=={__version__}",), "The library from the package index, as pip installed it"
     )
 
 
-def _vendored(app: Path, named: str, wheel: Path, origin: str) -> LibraryRequirement:
+def _vendored(app: Path, named: str, wheel: Path, what: str) -> LibraryRequirement:
     folder = app / WHEELS
     folder.mkdir(parents=True, exist_ok=True)
     if wheel.parent.resolve() != folder.resolve():
         shutil.copy2(wheel, folder / wheel.name)
     return LibraryRequirement(
-        (f"--find-links {WHEELS}", f"{named}=={__version__}"), f"{origin} into {WHEELS}/"
+        (f"--find-links {WHEELS}", f"{named}=={__version__}"), f"The folder {WHEELS}/ holds {what}"
     )
 
 
@@ -118,12 +122,23 @@ def _direct_url() -> dict[str, object] | None:
 
 
 def _local_wheel(direct: Mapping[str, object] | None) -> Path | None:
+    """The wheel file pip installed this library from, or None when it came from elsewhere.
+
+    Raises:
+        ConfigurationError: it came from a wheel file that is no longer there.
+    """
     url = str(direct.get("url", "")) if direct else ""
     parsed = urlparse(url)
     if parsed.scheme != "file" or not parsed.path.endswith(".whl"):
         return None
     path = Path(unquote(parsed.path))
-    return path if path.is_file() else None
+    if not path.is_file():
+        raise ConfigurationError(
+            f"this library was installed from {path}, which is no longer there: give a wheel of "
+            f"version {__version__} with --wheel FILE, which requirements.txt then names "
+            "(the package index may not hold it)"
+        )
+    return path
 
 
 def _local_folder(direct: Mapping[str, object] | None) -> Path | None:

@@ -32,7 +32,12 @@ _EMAIL = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 
 
 class MonitoringSpec(SpecModel):
-    """Alert thresholds (see the module docstring for the keys and defaults)."""
+    """The thresholds of the alert rules the deployment creates; ``replication status`` judges
+    the tasks by the same ``lagThreshold``, ``heartbeatMaxAge`` and ``parkedThreshold``. Every
+    key is optional."""
+
+    # The schema and the reference page publish the docstring above; the module docstring
+    # maps each key to its alert rule for developers.
 
     lag_threshold: Annotated[Duration, Field(gt=timedelta(0))] = timedelta(minutes=5)
     """alert when a task's largest `replication.lag` in the window is above it"""
@@ -41,7 +46,8 @@ class MonitoringSpec(SpecModel):
     parked_threshold: Annotated[int, Field(ge=0)] = 0
     """alert when more messages than this were parked in the window"""
     failure_window: Duration = timedelta(minutes=15)
-    """every rule's window: PT5M, PT10M, PT15M, PT30M, PT45M, PT1H to PT6H, P1D or P2D"""
+    """the window every alert rule looks back over (each is evaluated every 5 minutes): PT5M,
+    PT10M, PT15M, PT30M, PT45M, PT1H, PT2H, PT3H, PT4H, PT5H, PT6H, P1D or P2D"""
     alerts_enabled: bool = True
     """deploy the alert rules enabled"""
     action_group_emails: list[_EMAIL] = Field(default_factory=list)

@@ -7,7 +7,8 @@ in a validator a generic generator cannot see:
 - durations (:data:`replication.durations.Duration`): ISO-8601 text matching
   :data:`~replication.durations.ISO8601_PATTERN`, or a number of seconds within the field's
   bounds (pydantic writes ``"format": "duration"`` with bounds as ISO-8601 text, which no
-  validator reads);
+  validator reads); the field's own description stays on the node, and each branch says what
+  it accepts;
 - a task's ``options``: the options model of the task's ``pattern`` (``if``/``then`` per
   pattern), and ``pattern`` itself as the registry's names;
 - a task's ``transform``: a ``package.module:function`` string as well as the object;
@@ -224,20 +225,25 @@ def _seconds(text: str) -> float:
 
 
 def _duration(node: dict[str, Any]) -> dict[str, Any]:
-    """A ``"format": "duration"`` node as ISO-8601 text or a number of seconds, bounds kept."""
-    number: dict[str, Any] = {"type": "number"}
+    """A ``"format": "duration"`` node as ISO-8601 text or a number of seconds, bounds kept.
+
+    The node keeps the field's own description; each branch says what it accepts, the text
+    branch with the bounds in ISO-8601 words (``(at least PT5S, at most PT5M)``), which the
+    reference page's generator shows as the constraints (``docs/hooks/reference.py``)."""
+    number: dict[str, Any] = {"type": "number", "description": "a number of seconds"}
     words = []
     for bound, keyword in _BOUNDS.items():
         if bound in node:
             number[keyword] = _seconds(node[bound])
             words.append(f"{_BOUND_WORDS[bound]} {node[bound]}")
-    description = "an ISO-8601 duration such as PT2M or P1D, or a number of seconds"
+    text = "an ISO-8601 duration such as PT2M or P1D"
     if words:
-        description += " (" + ", ".join(words) + ")"
+        text += " (" + ", ".join(words) + ")"
     result: dict[str, Any] = {
-        "anyOf": [{"type": "string", "pattern": ISO8601_PATTERN}, number],
-        "description": description,
+        "anyOf": [{"type": "string", "pattern": ISO8601_PATTERN, "description": text}, number],
     }
+    if isinstance(node.get("description"), str):
+        result["description"] = node["description"].replace("``", "`")
     if "default" in node:
         result["default"] = node["default"]
     return result

@@ -115,7 +115,7 @@ select by (spark/_window.py)."""
 
 
 class CaptureSpec(SpecModel):
-    """Where a namespace's traffic is captured for the duplicate audit (spark/README.md).
+    """Where a namespace's traffic is captured for the duplicate audit (``replication audit``).
 
     On an Event Hubs namespace, every event hub gets native Event Hubs Capture (Avro, the audit's
     ``--format capture``) into ``container`` of the storage account ``storageAccount``, which
@@ -126,15 +126,19 @@ class CaptureSpec(SpecModel):
     A Service Bus namespace has no native capture: every topic of it gets the subscription
     ``replication-capture`` (Service Bus's ``$Default`` rule: it takes everything the topic
     holds, originals and replicas; heartbeats travel on a topic of their own and are never
-    captured), and the replicator runs a capture task per topic (the Function app and the local
-    host alike, ``replication.capture``) that writes each batch it receives there as the
-    audit's JSON-lines records (``--format json``) under ``{namespace}/{yyyy}/{MM}/{dd}/{HH}/``,
+    captured), and the replicator runs a capture task per topic (the Function app and
+    ``replication run`` alike) that writes each batch it receives there as the audit's
+    JSON-lines records (``--format json``) under ``{namespace}/{yyyy}/{MM}/{dd}/{HH}/``,
     and completes the batch only once the files are durable. The Function app's identity gets
     Storage Blob Data Contributor on that container only. A queue is not captured (reading it
     would take its messages from the application). ``interval`` and ``sizeLimitBytes`` are Event
     Hubs Capture's and are refused on a Service Bus namespace: one file per received batch and
     hour of enqueue time.
     """
+
+    # The schema and the reference page publish the docstring above. For developers: the
+    # audit is spark/ (spark/README.md), the Service Bus capture task replication.capture and
+    # ._capture.
 
     storage_account: Annotated[str, Field(pattern=r"^[a-z0-9]{3,24}$")]
     """the storage account's name (in the deployment's resource group)"""
@@ -215,13 +219,16 @@ DEFAULT_HEARTBEAT_ENTITY = "replication-heartbeat"
 
 
 class HeartbeatSpec(SpecModel):
-    """The topology's optional ``heartbeats`` section (off unless ``enabled``).
+    """Heartbeats along every replication path (off unless ``enabled``).
 
     When enabled, every namespace that is the source of a task (Service Bus, or Event Hubs above
     Basic) publishes a small heartbeat every ``interval`` on its topic or event hub ``entity``,
-    and generated all-active tasks replicate it to every namespace that namespace's tasks send
-    to, so the receiving side can tell a silent path from an idle one (see :mod:`._heartbeats`).
+    and all-active tasks added for them replicate it to every namespace that namespace's tasks
+    send to, so the receiving side can tell a silent path from an idle one.
     """
+
+    # The schema and the reference page publish the docstring above; ._heartbeats adds the
+    # heartbeat entities and tasks when the topology is loaded.
 
     enabled: bool = False
     """publish heartbeats and replicate them along every replication path"""

@@ -39,16 +39,21 @@ from ._specs import EntityRef, PositiveDuration
 
 
 class RetrySpec(SpecModel):
-    """How a task rides out an outage of a target (see ``docs/explanation/outages.md``).
+    """How a task rides out an outage of a target.
 
-    Within one invocation, a send that fails transiently is retried after ``minBackoff``,
-    doubling up to ``maxBackoff``, for as long as the invocation may last (the attempt budget,
-    :func:`replication.topology.attempt_budget`). Then the invocation fails and the source
-    redelivers the batch. ``outageTolerance`` is how long a target may stay unreachable before
-    a Service Bus source's ``maxDeliveryCount`` would move messages into its dead-letter queue;
-    the delivery count of the subscriptions the tasks read is sized from it
-    (:func:`replication.topology.required_delivery_count`).
+    One invocation retries a send that fails transiently, first after ``minBackoff``, the wait
+    doubling up to ``maxBackoff``, for at most 80 % of the source's lock duration (never more
+    than 4 minutes; 4 minutes for an event hub source). Then the invocation fails and the batch
+    is delivered again (from a Service Bus source, at the cost of one delivery).
+    ``outageTolerance`` is how long a target may stay down before a Service Bus source's
+    ``maxDeliveryCount`` would move the waiting messages into its dead-letter queue: the queues
+    and subscriptions the tasks read get enough deliveries for it, unless the file sets their
+    ``maxDeliveryCount`` (one too low is an error).
     """
+
+    # The schema and the reference page publish the docstring above. For developers: the
+    # retry time is replication.topology.attempt_budget, the delivery count
+    # required_delivery_count (both in ._outage, which docs/explanation/outages.md explains).
 
     min_backoff: PositiveDuration = timedelta(seconds=1)
     """the first wait before a failed send is retried"""
@@ -73,14 +78,17 @@ class TransformSpec(SpecModel):
 class TaskSpec(SpecModel):
     """One replication task: one source, one or more targets, a pattern and its options.
 
-    ``deadLetterTarget`` is where messages that cannot be replicated are parked (with
-    ``DeadLetterReason`` / ``DeadLetterErrorDescription`` properties), one by one, so that a
-    poison message never fails its batch-mates. It is required for event hub sources, which
-    have no dead-letter queue. A Service Bus-sourced task without one gets the queue
-    ``replication-parked`` (:data:`~replication.topology.PARKING_QUEUE`) of its source
-    namespace when the topology is loaded, so ``spec.dead_letter_target`` of a loaded task is
-    never None; :func:`~replication.topology.materialize` declares that queue.
+    ``deadLetterTarget`` is where messages that cannot be replicated are parked, one by one
+    (with the properties ``DeadLetterReason`` and ``DeadLetterErrorDescription``), so that a
+    poison message never fails the rest of its batch. A task whose source is an event hub must
+    name one: an event hub has no dead-letter queue. A task whose source is a Service Bus
+    entity and that names none parks in the queue ``replication-parked`` of its source
+    namespace, which is created with the topology's other entities.
     """
+
+    # The schema and the reference page publish the docstring above. For developers: the
+    # loader fills the default in (PARKING_QUEUE, ._lanes), so spec.dead_letter_target of a
+    # loaded task is never None, and materialize declares that queue.
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
     """the task's name: its Function's name and its log and metric label"""

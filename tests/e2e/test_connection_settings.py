@@ -84,7 +84,10 @@ def test_a_setting_in_local_settings_json_beside_the_topology_is_read_as_func_st
         json.dumps({"IsEncrypted": False, "Values": {"SB_WEU": connection}})
     )
     assert main(["status", "--topology", str(topology)]) == ExitCode.UNAVAILABLE
-    assert capsys.readouterr().err == ""
+    assert capsys.readouterr().err == (
+        f"note: SB_WEU from {topology.parent / 'local.settings.json'} (not set in the "
+        "environment)\n"
+    )
 
 
 def test_ctrl_c_before_the_idle_it_waits_for_exits_130(

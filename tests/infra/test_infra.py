@@ -623,3 +623,15 @@ def test_the_az_cli_dry_run_prints_each_command_on_a_line_of_its_own(tmp_path: P
     lines = result.stdout.splitlines()
     assert lines
     assert all(line.startswith("az ") for line in lines), lines
+
+
+def test_provision_rules_asks_for_its_resource_group_before_rendering() -> None:
+    """``infra/scripts/provision-rules.sh`` without ``RESOURCE_GROUP`` says so itself: the
+    rendered script's own check would name the temporary file it was written to."""
+    environ = {k: v for k, v in os.environ.items() if k != "RESOURCE_GROUP"}
+    script = ROOT / "infra" / "scripts" / "provision-rules.sh"
+    refused = subprocess.run(
+        ["bash", str(script), "--dry-run"], env=environ, capture_output=True, text=True, timeout=60
+    )
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == "error: set RESOURCE_GROUP to the resource group to provision into\n"

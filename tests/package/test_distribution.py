@@ -67,6 +67,7 @@ def test_the_wheel_holds_the_library_and_its_parts_under_one_top_level_name(dist
         "replication/examples/user_transforms.py",
         "replication/infra/main.bicep",
         "replication/infra/workbook.json",
+        "replication/infra/README.md",
         "replication/infra/modules/functionapp.bicep",
         "replication/infra/scripts/render-parameters.sh",
         "replication/scaffold/template/function_app.py.in",

@@ -42,7 +42,7 @@ def app(environments: Environments, tmp_path_factory: pytest.TempPathFactory) ->
     folder = tmp_path_factory.mktemp("apps") / "contoso-replication"
     created = run(["replication", "init", folder], cwd=folder.parent, venv=environments.bare)
     assert created.returncode == 0, created.stderr
-    assert "which pip installed this library from" in created.stdout
+    assert "the wheel pip installed this library from" in created.stdout
     return folder
 
 
@@ -51,7 +51,7 @@ def test_init_writes_every_file_of_an_app(app: Path, dist: Dist) -> None:
     assert {
         "function_app.py", "app_transforms.py", "topology.json", "requirements.txt",
         "host.json", ".funcignore", ".gitignore", "local.settings.json", "azure.yaml",
-        "README.md", "infra/main.bicep", "infra/workbook.json",
+        "README.md", "infra/main.bicep", "infra/workbook.json", "infra/README.md",
         "infra/modules/functionapp.bicep", "infra/scripts/render-parameters.sh",
         f"wheels/{dist.wheel.name}",
     } <= files  # fmt: skip
@@ -96,13 +96,23 @@ def test_the_azd_hook_renders_the_parameters_with_the_installed_library_only(
     environments: Environments, app: Path
 ) -> None:
     (app / ".venv").symlink_to(environments.bare)  # the hook uses the app's .venv
+    shutil.copy2(app / "topology.json", app / "orders.json")
     try:
         hook = run(["sh", "infra/scripts/render-parameters.sh"], cwd=app)
+        assert hook.returncode == 0, hook.stderr
+        parameters = json.loads((app / "infra" / "main.parameters.json").read_text())
+        # Another file chosen with REPLICATION_TOPOLOGY is also the one the deployed app reads.
+        other = run(["sh", "infra/scripts/render-parameters.sh"], cwd=app,
+                    environ={"REPLICATION_TOPOLOGY": "orders.json"})  # fmt: skip
+        assert other.returncode == 0, other.stderr
+        chosen = json.loads((app / "infra" / "main.parameters.json").read_text())
     finally:
         (app / ".venv").unlink()
-    assert hook.returncode == 0, hook.stderr
-    parameters = json.loads((app / "infra" / "main.parameters.json").read_text())
+        (app / "orders.json").unlink()
     assert parameters["parameters"]["serviceBusNamespaces"]["value"]
+    settings = "replicationAppSettings"
+    assert parameters["parameters"][settings]["value"]["REPLICATION_TOPOLOGY"] == "topology.json"
+    assert chosen["parameters"][settings]["value"]["REPLICATION_TOPOLOGY"] == "orders.json"
     # Without the `lint` extra the topology is still linted; the Bicep literals are not.
     assert "rule expression(s) checked, 0 rejected" in hook.stdout
     assert "not checked: pip install 'azure-messaging-replication[lint]'" in hook.stderr

@@ -34,7 +34,8 @@ def test_connection_settings_fill_what_the_environment_leaves_unset_or_empty(
     }
     topology = write(tmp_path, {"IsEncrypted": False, "Values": values})
     environ = {"SB_NEU": "exported", "SB_EUS": ""}
-    assert read_local_settings(topology, CONNECTIONS, environ) == tmp_path / "local.settings.json"
+    added = read_local_settings(topology, CONNECTIONS, environ)
+    assert added == ("SB_WEU", "SB_EUS", "SB_EUS__fullyQualifiedNamespace")
     assert environ == {
         "SB_WEU": "from-file",
         "SB_NEU": "exported",
@@ -43,9 +44,25 @@ def test_connection_settings_fill_what_the_environment_leaves_unset_or_empty(
     }
 
 
+def test_a_namespace_the_environment_configures_takes_nothing_from_the_file(
+    tmp_path: Path,
+) -> None:
+    """Entra ID exported for a real namespace (``__fullyQualifiedNamespace``) beside a file an
+    emulator left: the file's connection string would win over the identity, and point the
+    command at a stopped emulator."""
+    values = {"SB_WEU": "Endpoint=sb://localhost:5672;...", "SB_NEU": "from-file"}
+    topology = write(tmp_path, {"Values": values})
+    environ = {"SB_WEU__fullyQualifiedNamespace": "contoso-weu.servicebus.windows.net"}
+    assert read_local_settings(topology, CONNECTIONS, environ) == ("SB_NEU",)
+    assert environ == {
+        "SB_WEU__fullyQualifiedNamespace": "contoso-weu.servicebus.windows.net",
+        "SB_NEU": "from-file",
+    }
+
+
 def test_no_file_beside_the_topology_changes_nothing(tmp_path: Path) -> None:
     environ = {"SB_WEU": "exported"}
-    assert read_local_settings(tmp_path / "topology.json", CONNECTIONS, environ) is None
+    assert read_local_settings(tmp_path / "topology.json", CONNECTIONS, environ) == ()
     assert environ == {"SB_WEU": "exported"}
 
 

@@ -35,13 +35,35 @@ def test_a_vcs_install_is_named_by_its_url_at_the_installed_commit() -> None:
     assert _vcs_url(None) is None
 
 
-def test_a_wheel_install_is_found_only_while_the_file_exists(tmp_path: Path) -> None:
+def test_a_wheel_install_is_copied_and_a_deleted_wheel_is_asked_for(tmp_path: Path) -> None:
+    """A wheel that is gone cannot be vendored; naming the package index instead would write a
+    requirement that fails where the index does not hold this version."""
     wheel = tmp_path / f"azure_messaging_replication-{__version__}-py3-none-any.whl"
     direct = {"url": wheel.as_uri(), "archive_info": {}}
-    assert _local_wheel(direct) is None
+    with pytest.raises(ConfigurationError) as raised:
+        _local_wheel(direct)
+    assert str(raised.value) == (
+        f"this library was installed from {wheel}, which is no longer there: give a wheel of "
+        f"version {__version__} with --wheel FILE, which requirements.txt then names (the "
+        "package index may not hold it)"
+    )
     wheel.write_bytes(b"")
     assert _local_wheel(direct) == wheel
     assert _local_wheel({"url": "https://example.invalid/x.whl"}) is None
+
+
+@pytest.mark.parametrize("existed", [False, True], ids=["new folder", "empty folder"])
+def test_init_that_fails_leaves_the_folder_as_it_found_it(tmp_path: Path, existed: bool) -> None:
+    """A wheel that is not this library's is found after the topology was written: nothing of
+    it stays behind, so the next ``init`` into the same folder is not refused as "not empty"."""
+    folder = tmp_path / "app"
+    if existed:
+        folder.mkdir()
+    other = tmp_path / "other-1.0-py3-none-any.whl"
+    other.write_bytes(b"")
+    with pytest.raises(ConfigurationError):
+        create_app(folder, wheel=other)
+    assert (list(folder.iterdir()) == []) if existed else not folder.exists()
 
 
 def test_a_folder_install_is_found_only_while_it_holds_the_project(tmp_path: Path) -> None:

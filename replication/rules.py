@@ -75,9 +75,10 @@ CorrelationPropertyValue = Annotated[str, BeforeValidator(_string_property_value
 class CorrelationFilterSpec(SpecModel):
     """A Service Bus correlation filter: every given field must match exactly.
 
-    Property values are strings only: see :func:`_string_property_value` for why numbers and
-    bools are refused rather than converted.
+    Property values are strings only, and Service Bus matches a string only against a string
+    property: send numbers and booleans as strings, or match them with a SQL filter.
     """
+    # Why numbers and bools are refused rather than converted: _string_property_value.
 
     correlation_id: str | None = None
     message_id: str | None = None

@@ -78,6 +78,7 @@ class CorrelationFilterSpec(SpecModel):
     Property values are strings only, and Service Bus matches a string only against a string
     property: send numbers and booleans as strings, or match them with a SQL filter.
     """
+
     # Why numbers and bools are refused rather than converted: _string_property_value.
 
     correlation_id: str | None = None

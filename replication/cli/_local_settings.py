@@ -48,8 +48,8 @@ def read_local_settings(
     the names it added (none without the file).
 
     Raises:
-        ConfigurationError: the file is not JSON, or ``Values`` is not an object of strings
-            (naming the file and the JSON path).
+        ConfigurationError: the file is not JSON, ``Values`` is not an object, or a setting it
+            would read is not a string (naming the file and the JSON path).
     """
     path = local_settings_path(topology)
     if not path.is_file():
@@ -73,15 +73,16 @@ def read_local_settings(
         if not any(v for k, v in target.items() if k == prefix or k.startswith(f"{prefix}__"))
     ]
     for name, value in values.items():
+        if not (name in prefixes or name.startswith(tuple(f"{p}__" for p in prefixes))):
+            continue  # another setting, func start's business
         if not isinstance(value, str):
             raise ConfigurationError(
                 f"must be a string, got {type(value).__name__}",
                 source=str(path),
                 location=f"$.Values.{name}",
             )
-        if name in prefixes or name.startswith(tuple(f"{p}__" for p in prefixes)):
-            target[name] = value
-            added.append(name)
+        target[name] = value
+        added.append(name)
     return tuple(added)
 
 

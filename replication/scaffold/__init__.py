@@ -74,11 +74,13 @@ def example_names() -> list[str]:
 def create_app(
     folder: Path, *, example: str = DEFAULT_EXAMPLE, wheel: Path | None = None
 ) -> CreatedApp:
-    """Write a new app into ``folder`` (see the module docstring).
+    """Write a new app into ``folder`` (see the module docstring); on any error, nothing of it
+    is left there.
 
     Raises:
         ConfigurationError: ``folder`` is a file or not empty, or ``example`` is unknown (with
-            the known ones), or ``wheel`` is not this library's wheel.
+            the known ones), or ``wheel`` is not this library's wheel, or the library came from
+            a wheel file that is gone.
     """
     names = example_names()
     if example not in names:

@@ -66,6 +66,14 @@ def test_no_file_beside_the_topology_changes_nothing(tmp_path: Path) -> None:
     assert environ == {"SB_WEU": "exported"}
 
 
+def test_settings_of_other_prefixes_are_not_read_or_judged(tmp_path: Path) -> None:
+    """A value ``func start`` would refuse is its business, not a reason to stop ``run``."""
+    environ: dict[str, str] = {}
+    topology = write(tmp_path, {"Values": {"FUNCTIONS_WORKER_PROCESS_COUNT": 2, "SB_WEU": "x"}})
+    assert read_local_settings(topology, CONNECTIONS, environ) == ("SB_WEU",)
+    assert environ == {"SB_WEU": "x"}
+
+
 def test_a_file_without_values_changes_nothing(tmp_path: Path) -> None:
     environ: dict[str, str] = {}
     assert (

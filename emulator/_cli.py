@@ -27,7 +27,12 @@ from typing import Any
 
 from replication.exceptions import ConfigurationError
 from replication.exit_codes import ExitCode
-from replication.settings import DEFAULT_TOPOLOGY_PATH, TOPOLOGY_SETTING, Settings
+from replication.settings import (
+    DEFAULT_TOPOLOGY_PATH,
+    TOPOLOGY_SETTING,
+    Settings,
+    load_local_settings,
+)
 from replication.topology import Topology
 
 from . import run_emulator
@@ -79,18 +84,12 @@ def write_local_settings(path: Path, settings: dict[str, str]) -> None:
     """Merge ``settings`` into the ``Values`` of the ``local.settings.json`` at ``path``.
 
     Raises:
-        ConfigurationError: the file exists and is not a JSON object with an object ``Values``.
+        ConfigurationError: the file exists and is not a JSON object with an object ``Values``
+            (:func:`~replication.settings.load_local_settings`).
     """
     document: dict[str, Any] = {"IsEncrypted": False, "Values": {}}
     if path.exists():
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ConfigurationError(f"not JSON: {error}", source=str(path)) from None
-        if not isinstance(document, dict) or not isinstance(
-            document.setdefault("Values", {}), dict
-        ):
-            raise ConfigurationError("expected an object with an object 'Values'", source=str(path))
+        document = load_local_settings(path)
     document["Values"].update(settings)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 

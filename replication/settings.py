@@ -62,8 +62,11 @@ one mapping, and the per-namespace names come from the topology, not from the mo
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
@@ -83,8 +86,36 @@ CONTAINER_SETTING = "REPLICATION_CHECKPOINT_CONTAINER"
 DEFAULT_CONTAINER = "replication-checkpoints"
 CAPTURE_STORAGE_SETTING = "REPLICATION_CAPTURE_STORAGE"
 
+LOCAL_SETTINGS_NAME = "local.settings.json"
+"""The Functions Core Tools' file of app settings for local runs (its ``Values``)."""
+
 OFF_VALUES = frozenset({"off", "false", "0", "no", "none", "disabled"})
 CONSOLE = "console"
+
+
+def load_local_settings(path: Path) -> dict[str, Any]:
+    """The document of the ``local.settings.json`` at ``path``, its ``Values`` an object (added
+    empty when the file has none): what ``replication emulator --local-settings`` merges its
+    settings into, and where the commands that connect find them.
+
+    Raises:
+        ConfigurationError: the file is not JSON, or not an object with an object ``Values``
+            (naming the file and the JSON path).
+    """
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(
+            f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})",
+            source=str(path),
+        ) from None
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(f"not UTF-8 text: {error.reason}", source=str(path)) from None
+    if not isinstance(document, dict):
+        raise ConfigurationError("must be an object", source=str(path), location="$")
+    if not isinstance(document.setdefault("Values", {}), dict):
+        raise ConfigurationError("must be an object", source=str(path), location="$.Values")
+    return document
 
 
 def telemetry_on(value: str) -> bool:

@@ -25,15 +25,13 @@ new ports there on every start, and a file left from a local run would otherwise
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable, MutableMapping
 from pathlib import Path
 
 from replication.exceptions import ConfigurationError
-
-LOCAL_SETTINGS_NAME = "local.settings.json"
+from replication.settings import LOCAL_SETTINGS_NAME, load_local_settings
 
 
 def read_local_settings(
@@ -54,26 +52,12 @@ def read_local_settings(
     path = local_settings_path(topology)
     if not path.is_file():
         return ()
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ConfigurationError(
-            f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})",
-            source=str(path),
-        ) from None
-    values = document.get("Values", {}) if isinstance(document, dict) else None
+    values = load_local_settings(path)["Values"]
     added: list[str] = []
-    if not isinstance(values, dict):
-        location = "$.Values" if isinstance(document, dict) else "$"
-        raise ConfigurationError("must be an object", source=str(path), location=location)
     target = os.environ if environ is None else environ
-    prefixes = [
-        prefix
-        for prefix in connections
-        if not any(v for k, v in target.items() if k == prefix or k.startswith(f"{prefix}__"))
-    ]
+    prefixes = [p for p in connections if not any(v for k, v in target.items() if _of(k, p))]
     for name, value in values.items():
-        if not (name in prefixes or name.startswith(tuple(f"{p}__" for p in prefixes))):
+        if not any(_of(name, prefix) for prefix in prefixes):
             continue  # another setting, func start's business
         if not isinstance(value, str):
             raise ConfigurationError(
@@ -84,6 +68,12 @@ def read_local_settings(
         target[name] = value
         added.append(name)
     return tuple(added)
+
+
+def _of(name: str, prefix: str) -> bool:
+    """Whether ``name`` is one of the settings of connection ``prefix``: the prefix itself or
+    ``PREFIX__...``."""
+    return name == prefix or name.startswith(f"{prefix}__")
 
 
 def local_settings_path(topology: str | os.PathLike[str]) -> Path:
@@ -105,7 +95,6 @@ def apply_local_settings(topology: str | os.PathLike[str], connections: Iterable
 
 
 __all__ = [
-    "LOCAL_SETTINGS_NAME",
     "apply_local_settings",
     "local_settings_path",
     "read_local_settings",
